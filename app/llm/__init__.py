@@ -1,0 +1,1 @@
+"""Model providers and the middleware around them (cache, retries, limits, cost)."""

@@ -1,0 +1,1 @@
+"""Knowledge-base loading, deterministic chunking, ACL filtering and lexical retrieval."""

@@ -1,0 +1,229 @@
+"""Load a knowledge-base folder and cut it into chunks with stable ids.
+
+A document is a UTF-8 Markdown file with YAML front matter::
+
+    ---
+    title: 差旅费报销制度
+    acl: [employee]          # who may read it: public, employee, hr, finance, exec
+    ---
+    # 差旅费报销制度
+    ...
+
+Access rule (one place, :func:`can_read`): a reader holding the groups ``user_acl`` may read
+a document whose ``acl`` shares a group with ``user_acl ∪ {"public"}``. Everyone holds
+``public``; nobody holds anything else implicitly (an ``hr`` user is ``["employee", "hr"]``).
+
+Chunking rule (deterministic; changing it changes chunk ids, so it is versioned as
+``CHUNKER_VERSION``):
+
+1. The body is split into blocks at blank lines. A Markdown heading line (``#`` …) always
+   starts a new block and becomes the *current heading*.
+2. Blocks are appended to the current chunk while the chunk stays within ``MAX_CHARS``
+   characters; a heading, or a block that would overflow, closes the chunk. (The heading
+   line repeated by rule 4 is not counted against ``MAX_CHARS``.)
+3. A single block longer than ``MAX_CHARS`` is cut at sentence ends (``。！？.!?;；``), and
+   a sentence longer than ``MAX_CHARS`` is cut every ``MAX_CHARS`` characters.
+4. Every chunk's text starts with its heading line (when it has one and does not already
+   start with it), so a chunk read alone says what it is about.
+5. Chunks are numbered from 0 in document order: ``<kb>:<relative/posix/path>#<n>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from app.errors import DatasetError
+
+CHUNKER_VERSION = "1"
+MAX_CHARS = 400
+ACL_GROUPS = ("public", "employee", "hr", "finance", "exec")
+
+_FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n?", re.DOTALL)
+_HEADING = re.compile(r"^#{1,6}\s+\S")
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)(?=\s)")
+
+
+@dataclass(frozen=True)
+class Document:
+    kb: str
+    path: str  # relative posix path inside the KB folder
+    title: str
+    acl: tuple[str, ...]
+    body: str
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.kb}:{self.path}"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str  # "<kb>:<path>#<n>"
+    doc_path: str
+    title: str
+    heading: str
+    acl: tuple[str, ...]
+    text: str
+    index: int
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    name: str
+    root: Path
+    documents: tuple[Document, ...]
+    chunks: tuple[Chunk, ...]
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        return self._by_id().get(chunk_id)
+
+    def _by_id(self) -> dict[str, Chunk]:
+        cached: dict[str, Chunk] | None = self.__dict__.get("_index")
+        if cached is None:
+            cached = {c.chunk_id: c for c in self.chunks}
+            object.__setattr__(self, "_index", cached)
+        return cached
+
+    def readable_chunks(self, user_acl: Iterable[str]) -> list[Chunk]:
+        groups = frozenset(user_acl)
+        return [c for c in self.chunks if can_read(groups, c.acl)]
+
+
+def can_read(user_acl: Iterable[str], doc_acl: Sequence[str]) -> bool:
+    """True when a reader holding ``user_acl`` may read something labelled ``doc_acl``."""
+    held = set(user_acl) | {"public"}
+    return any(group in held for group in doc_acl)
+
+
+def parse_document(kb: str, path: str, raw: str) -> Document:
+    """Parse one Markdown file with front matter. Raises :class:`DatasetError` on bad input."""
+    raw = raw.lstrip("\ufeff").replace("\r\n", "\n")
+    match = _FRONT_MATTER.match(raw)
+    if not match:
+        raise DatasetError(
+            f"{path}:1: front matter missing — start the file with '---', 'title: …', "
+            "'acl: [employee]', '---'"
+        )
+    try:
+        meta = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as exc:
+        raise DatasetError(f"{path}: front matter is not valid YAML ({exc})") from None
+    if not isinstance(meta, dict):
+        raise DatasetError(f"{path}:2: front matter must be 'key: value' lines")
+    title = meta.get("title")
+    acl = meta.get("acl")
+    if not isinstance(title, str) or not title.strip():
+        raise DatasetError(f"{path}: front matter field 'title' is missing — add 'title: …'")
+    if isinstance(acl, str):
+        acl = [acl]
+    if not isinstance(acl, list) or not acl or not all(isinstance(a, str) for a in acl):
+        raise DatasetError(
+            f"{path}: front matter field 'acl' is missing — add e.g. 'acl: [employee]' "
+            f"(groups: {', '.join(ACL_GROUPS)})"
+        )
+    unknown = [a for a in acl if a not in ACL_GROUPS]
+    if unknown:
+        raise DatasetError(
+            f"{path}: acl group(s) {unknown} unknown — use one of {', '.join(ACL_GROUPS)}"
+        )
+    body = raw[match.end() :]
+    return Document(kb=kb, path=path, title=title.strip(), acl=tuple(acl), body=body)
+
+
+def _split_long(block: str, limit: int) -> list[str]:
+    if len(block) <= limit:
+        return [block]
+    sentences = [s for s in _SENTENCE_END.split(block) if s]
+    pieces: list[str] = []
+    current = ""
+    for sentence in sentences:
+        while len(sentence) > limit:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(sentence[:limit])
+            sentence = sentence[limit:]
+        if current and len(current) + len(sentence) > limit:
+            pieces.append(current)
+            current = ""
+        current += sentence
+    if current:
+        pieces.append(current)
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def chunk_document(doc: Document, max_chars: int = MAX_CHARS) -> list[Chunk]:
+    """Cut a document into chunks by the rule in the module docstring."""
+    texts: list[tuple[str, str]] = []  # (heading, text)
+    heading = ""
+    current: list[str] = []
+
+    def close() -> None:
+        if current:
+            text = "\n\n".join(current)
+            if heading and not text.startswith(heading):
+                text = f"{heading}\n\n{text}"
+            texts.append((heading, text))
+            current.clear()
+
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", doc.body)]
+    for block in blocks:
+        if not block:
+            continue
+        lines = block.split("\n")
+        # a heading line starts a new chunk even inside a block without a blank line after it
+        if _HEADING.match(lines[0]):
+            close()
+            heading = lines[0].strip()
+            rest = "\n".join(lines[1:]).strip()
+            current.append(heading)
+            if not rest:
+                continue
+            block = rest
+        for piece in _split_long(block, max_chars):
+            size = sum(len(p) + 2 for p in current)
+            if current and size + len(piece) > max_chars and current != [heading]:
+                close()
+            current.append(piece)
+    close()
+    return [
+        Chunk(
+            chunk_id=f"{doc.kb}:{doc.path}#{n}",
+            doc_path=doc.path,
+            title=doc.title,
+            heading=h.lstrip("# ").strip(),
+            acl=doc.acl,
+            text=text,
+            index=n,
+        )
+        for n, (h, text) in enumerate(texts)
+    ]
+
+
+def load_kb(root: Path, name: str | None = None) -> KnowledgeBase:
+    """Load every ``*.md`` under ``root`` (sorted by path) and chunk it."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError(f"{root}: knowledge-base folder not found")
+    kb_name = name or root.name
+    documents: list[Document] = []
+    chunks: list[Chunk] = []
+    for file in sorted(root.rglob("*.md")):
+        rel = file.relative_to(root).as_posix()
+        if rel.upper() == "README.MD":
+            continue
+        try:
+            raw = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise DatasetError(f"{rel}: not UTF-8 text — re-save the file as UTF-8") from None
+        doc = parse_document(kb_name, rel, raw)
+        documents.append(doc)
+        chunks.extend(chunk_document(doc))
+    return KnowledgeBase(
+        name=kb_name, root=root, documents=tuple(documents), chunks=tuple(chunks)
+    )
