@@ -224,6 +224,4 @@ def load_kb(root: Path, name: str | None = None) -> KnowledgeBase:
         doc = parse_document(kb_name, rel, raw)
         documents.append(doc)
         chunks.extend(chunk_document(doc))
-    return KnowledgeBase(
-        name=kb_name, root=root, documents=tuple(documents), chunks=tuple(chunks)
-    )
+    return KnowledgeBase(name=kb_name, root=root, documents=tuple(documents), chunks=tuple(chunks))

