@@ -157,6 +157,25 @@ def _split_long(block: str, limit: int) -> list[str]:
     return [p.strip() for p in pieces if p.strip()]
 
 
+def _blocks(body: str) -> list[str]:
+    """Blocks separated by blank lines; every heading line is a block of its own."""
+    blocks: list[str] = []
+    current: list[str] = []
+    for line in body.split("\n"):
+        stripped = line.strip()
+        if not stripped or _HEADING.match(stripped):
+            if current:
+                blocks.append("\n".join(current).strip())
+                current = []
+            if stripped:
+                blocks.append(stripped)
+            continue
+        current.append(line)
+    if current:
+        blocks.append("\n".join(current).strip())
+    return [b for b in blocks if b]
+
+
 def chunk_document(doc: Document, max_chars: int = MAX_CHARS) -> list[Chunk]:
     """Cut a document into chunks by the rule in the module docstring."""
     texts: list[tuple[str, str]] = []  # (heading, text)
@@ -171,20 +190,12 @@ def chunk_document(doc: Document, max_chars: int = MAX_CHARS) -> list[Chunk]:
             texts.append((heading, text))
             current.clear()
 
-    blocks = [b.strip() for b in re.split(r"\n\s*\n", doc.body)]
-    for block in blocks:
-        if not block:
-            continue
-        lines = block.split("\n")
-        # a heading line starts a new chunk even inside a block without a blank line after it
-        if _HEADING.match(lines[0]):
+    for block in _blocks(doc.body):
+        if _HEADING.match(block):
             close()
-            heading = lines[0].strip()
-            rest = "\n".join(lines[1:]).strip()
+            heading = block
             current.append(heading)
-            if not rest:
-                continue
-            block = rest
+            continue
         for piece in _split_long(block, max_chars):
             size = sum(len(p) + 2 for p in current)
             if current and size + len(piece) > max_chars and current != [heading]:
