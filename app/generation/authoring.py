@@ -1,0 +1,235 @@
+"""Authoring operations on a prompts tree: new version, rollback, lock, prune (seed 004 §4)."""
+
+from __future__ import annotations
+
+import ast
+import getpass
+import re
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+from app.errors import PromptError
+from app.generation.header import HEADER_KEYS
+from app.generation.loader import PromptSpec
+from app.generation.registry import PromptRegistry
+from app.generation.releases import RELEASES_FILE, parse_version, set_active, write_lock
+from app.paths import datasets_dir
+
+PRUNE_AFTER_DAYS = 30
+
+
+def lock(reg: PromptRegistry) -> tuple[dict[str, str], list[str]]:
+    """Record the hash of every released (active or fallback) version; keep earlier entries
+    whose files still exist. Returns the new lock and the ids newly added or changed."""
+    hashes = {qid: h for qid, h in reg.lock.items() if _exists(reg, qid)}
+    changed: list[str] = []
+    for pid, rel in reg.releases.entries.items():
+        for ver in {rel.active, rel.fallback} - {None}:
+            spec = reg.versions(pid).get(ver or 0)
+            if spec is None:
+                continue
+            if hashes.get(spec.qualified) != spec.content_hash:
+                changed.append(spec.qualified)
+            hashes[spec.qualified] = spec.content_hash
+    write_lock(reg.root, hashes)
+    return hashes, sorted(changed)
+
+
+def _exists(reg: PromptRegistry, qid: str) -> bool:
+    cat, _, name = qid.partition("/")
+    return (reg.root / cat / f"{name}.py").exists()
+
+
+def _latest(reg: PromptRegistry, name: str) -> PromptSpec:
+    pid = re.sub(r"_v\d+$", "", name.strip().removesuffix(".py"))
+    versions = reg.versions(pid)
+    if not versions:
+        raise PromptError(f"unknown prompt {pid!r}; known prompts: {', '.join(reg.prompt_ids())}")
+    return versions[max(versions)]
+
+
+def new_version(
+    reg: PromptRegistry, name: str, *, today: date | None = None, author: str | None = None
+) -> Path:
+    """Copy the latest version of ``name`` to ``<slug>_v<N+1>.py`` with VERSION, header
+    version, 最近修改/Modified date and a changelog line bumped; the old file is untouched."""
+    spec = _latest(reg, name)
+    today = today or date.today()
+    author = author or getpass.getuser()
+    n = spec.version + 1
+    src = spec.path.read_text(encoding="utf-8")
+    target = spec.path.with_name(f"{spec.slug}_v{n}.py")
+    if target.exists():
+        raise PromptError(f"{target} already exists; edit it or remove it first")
+    tree = ast.parse(src)
+    first = tree.body[0] if tree.body else None
+    if not (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+        and first.end_lineno is not None
+    ):
+        raise PromptError(f"{spec.path} has no docstring header to copy; fix it first")
+    lines = src.splitlines(keepends=True)
+    doc_start, doc_end = first.lineno - 1, first.end_lineno
+    zh = any(line.startswith("版本") for line in lines[doc_start:doc_end])
+
+    def key_re(field: str) -> re.Pattern[str]:
+        return re.compile(rf"^(\s*(?:{'|'.join(HEADER_KEYS[field])})\s*)([:：])\s*(.*)$")
+
+    stamp = f"{author} ({today.isoformat()})"
+    region: list[str] = []
+    saw_modified, skipping = False, False
+    for line in lines[doc_start:doc_end]:
+        if skipping and line.strip().startswith("-"):
+            continue
+        skipping = False
+        if key_re("baselines").match(line):
+            skipping = True  # a baseline belongs to the version it measured
+            continue
+        if (m := key_re("version").match(line)) and re.fullmatch(r"v\d+", m.group(3).strip()):
+            line = f"{m.group(1)}{m.group(2)} v{n}\n"
+        elif m := key_re("modified").match(line):
+            saw_modified = True
+            line = f"{m.group(1)}{m.group(2)} {stamp}\n"
+        elif (m := key_re("changes").match(line)) and not m.group(3).strip():
+            if not saw_modified:
+                region.append(f"{'最近修改' if zh else 'Modified'}: {stamp}\n")
+                saw_modified = True
+            what = "TODO 描述本次变更" if zh else "TODO describe the change"
+            region += [line, f"- v{n} ({today.isoformat()}): {what}\n"]
+            continue
+        region.append(line)
+    body = "".join(lines[doc_end:])
+    body = re.sub(
+        rf'^(VERSION\s*=\s*)"{re.escape(spec.name)}"',
+        rf'\g<1>"{spec.slug}_v{n}"',
+        body,
+        count=1,
+        flags=re.M,
+    )
+    out = [*lines[:doc_start], *region, body]
+    target.write_text("".join(out), encoding="utf-8")
+    return target
+
+
+def rollback(reg: PromptRegistry, name: str) -> tuple[str, int, int, str, str]:
+    """Make the fallback active in releases.toml. Returns (prompt id, old, new, old line, new line)."""
+    pid = re.sub(r"_v\d+$", "", name.strip())
+    rel = reg.release(pid)
+    if rel is None or rel.fallback is None or rel.active is None:
+        raise PromptError(f"{pid} has no active/fallback entry in {reg.root / RELEASES_FILE}")
+    if rel.active == rel.fallback:
+        raise PromptError(
+            f"{pid}: active is already the fallback v{rel.fallback}; nothing to roll back to "
+            f"(set another fallback in {RELEASES_FILE} first)"
+        )
+    if rel.fallback not in reg.versions(pid):
+        raise PromptError(f"{pid}: fallback v{rel.fallback} has no module; cannot roll back")
+    old_line, new_line = set_active(reg.root, pid, rel.fallback)
+    return pid, rel.active, rel.fallback, old_line, new_line
+
+
+@dataclass(frozen=True)
+class PruneDecision:
+    qualified: str
+    deletable: bool
+    reasons: tuple[str, ...]
+
+
+def _git_releases_history(root: Path) -> list[tuple[date, dict[str, int]]]:
+    """(commit date, active version per prompt) for every commit that touched releases.toml."""
+    try:
+        log = subprocess.run(
+            ["git", "log", "--format=%H %cs", "--", RELEASES_FILE],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if log.returncode != 0:
+        return []
+    out: list[tuple[date, dict[str, int]]] = []
+    for row in log.stdout.splitlines():
+        sha, _, day = row.partition(" ")
+        show = subprocess.run(
+            ["git", "show", f"{sha}:./{RELEASES_FILE}"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+        if show.returncode != 0:
+            continue
+        try:
+            prompts = tomllib.loads(show.stdout).get("prompts", {})
+        except tomllib.TOMLDecodeError:
+            continue
+        active = {
+            pid: v
+            for pid, t in prompts.items()
+            if isinstance(t, dict) and (v := parse_version(t.get("active"))) is not None
+        }
+        out.append((date.fromisoformat(day), active))
+    return out
+
+
+def prune(
+    reg: PromptRegistry, *, today: date | None = None, datasets: Path | None = None
+) -> list[PruneDecision]:
+    """Seed 004 §4.4: an old version may go when superseded ≥ 30 days (changelog dates), not
+    rolled back to since (releases.toml history), and nothing points at it (releases, cases)."""
+    today = today or date.today()
+    ds_dir = datasets or datasets_dir()
+    case_text = "\n".join(
+        p.read_text(encoding="utf-8", errors="replace") for p in sorted(ds_dir.glob("*.jsonl"))
+    )
+    history = _git_releases_history(reg.root)
+    decisions: list[PruneDecision] = []
+    for pid in reg.prompt_ids():
+        versions = reg.versions(pid)
+        latest = versions[max(versions)]
+        for ver, spec in versions.items():
+            if ver == latest.version:
+                continue
+            reasons: list[str] = []
+            successor = next((c for c in latest.header.changes if c.version == ver + 1), None)
+            if successor is None:
+                reasons.append(f"no changelog date for v{ver + 1} in {latest.qualified}")
+            else:
+                age = (today - successor.date).days
+                if age < PRUNE_AFTER_DAYS:
+                    reasons.append(
+                        f"superseded {age} days ago (v{ver + 1} on {successor.date}); "
+                        f"needs ≥ {PRUNE_AFTER_DAYS}"
+                    )
+                if not history:
+                    reasons.append(
+                        f"no git history of {RELEASES_FILE}: cannot show it was not rolled back to"
+                    )
+                rolled = [
+                    d for d, active in history if d >= successor.date and active.get(pid) == ver
+                ]
+                if rolled:
+                    reasons.append(
+                        f"rolled back to on {rolled[0].isoformat()} (releases.toml history)"
+                    )
+            rel = reg.release(pid)
+            if rel is not None and ver in (rel.active, rel.fallback):
+                which = "active" if ver == rel.active else "fallback"
+                reasons.append(f"releases.toml names it as {which}")
+            if spec.qualified in case_text:
+                reasons.append(f"a dataset case under {ds_dir} refers to {spec.qualified}")
+            decisions.append(PruneDecision(spec.qualified, not reasons, tuple(reasons)))
+    return decisions
+
+
+def days_ago(n: int, today: date | None = None) -> date:
+    return (today or date.today()) - timedelta(days=n)

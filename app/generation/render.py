@@ -1,0 +1,152 @@
+"""Rendering a prompt spec for a model: variables in, provider-ready request out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any, cast
+
+from app.errors import PromptError
+from app.generation.chat_formats import (
+    FORMATS,
+    RENDERERS,
+    ModelRef,
+    check_alternation,
+    format_for,
+    parse_model,
+)
+from app.generation.loader import PromptSpec
+from app.llm.types import ChatRequest, Message, Purpose
+
+_PURPOSES = frozenset({"generation", "judge", "rewrite", "summary", "classify", "safety", "other"})
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    prompt_id: str
+    qualified_version: str
+    content_hash: str
+    chat_format: str
+    model: str  # bare model id, as sent to the provider
+    model_ref: str  # the string the caller passed (provider prefix and @base_url kept)
+    system: str | None
+    messages: tuple[Message, ...]
+    prompt_text: str | None
+    variables: Mapping[str, str]
+    rejection_answer: str | None = None
+    rejection_trigger_keywords: tuple[str, ...] = ()
+    response_format: str = "text"
+    purpose: str = "other"
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_request(
+        self,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        purpose: Purpose | None = None,
+        metadata: Mapping[str, str] | None = None,
+        stop: Sequence[str] = (),
+        response_format: str | None = None,
+    ) -> ChatRequest:
+        meta: dict[str, str] = {}
+        if self.rejection_answer is not None:
+            meta["rejection_answer"] = self.rejection_answer
+        if self.chat_format == "anthropic" and self.system is not None:
+            meta["system_cache_control"] = "ephemeral"
+        meta.update(metadata or {})
+        fmt = response_format or self.response_format
+        return ChatRequest(
+            model=self.model,
+            system=self.system,
+            messages=self.messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            stop=tuple(stop),
+            response_format="json" if fmt == "json" else "text",
+            chat_format=self.chat_format,
+            prompt_text=self.prompt_text,
+            prompt_version=self.qualified_version,
+            prompt_hash=self.content_hash,
+            purpose=purpose
+            or cast(Purpose, self.purpose if self.purpose in _PURPOSES else "other"),
+            variables=dict(self.variables),
+            metadata=meta,
+        )
+
+
+def model_allowed(spec: PromptSpec, ref: ModelRef) -> bool:
+    if ref.offline:
+        return True
+    mid = ref.model_id.lower()
+    return any(fnmatchcase(mid, p.lower()) for p in spec.applicable_models)
+
+
+def _history(history: Sequence[Message | Mapping[str, str]] | None) -> tuple[Message, ...]:
+    out: list[Message] = []
+    for i, item in enumerate(history or ()):
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        role, content = item.get("role"), item.get("content")
+        if role not in ("user", "assistant") or not isinstance(content, str):
+            raise PromptError(
+                f"history item {i + 1} must be {{'role': 'user'|'assistant', 'content': str}}, "
+                f"got {dict(item)!r}"
+            )
+        out.append(Message(role=cast(Any, role), content=content))
+    return tuple(out)
+
+
+def render_spec(
+    spec: PromptSpec,
+    *,
+    model: str,
+    variables: Mapping[str, Any] | None = None,
+    history: Sequence[Message | Mapping[str, str]] | None = None,
+    chat_format: str = "auto",
+) -> RenderedPrompt:
+    ref = parse_model(model)
+    if not model_allowed(spec, ref):
+        raise PromptError(
+            f"{spec.qualified} is not for model {ref.model_id!r}; APPLICABLE_MODELS = "
+            f"{list(spec.applicable_models)}. Pick one of those or write a version for this model."
+        )
+    given = {k: v if isinstance(v, str) else str(v) for k, v in (variables or {}).items()}
+    unexpected = sorted(set(given) - spec.variables)
+    if unexpected:
+        raise PromptError(
+            f"{spec.qualified}: unexpected variable(s) {unexpected}; it takes {sorted(spec.variables)}"
+        )
+    values = {**spec.defaults, **given}
+    missing = sorted(spec.variables - set(values))
+    if missing:
+        raise PromptError(
+            f"{spec.qualified}: missing variable(s) {missing}; it takes {sorted(spec.variables)}"
+        )
+    system = spec.system_prompt.format(**values) if spec.system_prompt is not None else None
+    user = spec.user_template.format(**values)
+    messages = (*_history(history), Message(role="user", content=user))
+    check_alternation(messages)
+    fmt = format_for(ref) if chat_format == "auto" else chat_format
+    if fmt not in RENDERERS:
+        raise PromptError(f"unknown chat format {fmt!r}; use auto or one of {list(FORMATS)}")
+    builder, text_renderer = RENDERERS[fmt]
+    return RenderedPrompt(
+        prompt_id=spec.prompt_id,
+        qualified_version=spec.qualified,
+        content_hash=spec.content_hash,
+        chat_format=fmt,
+        model=ref.model_id,
+        model_ref=model,
+        system=system,
+        messages=messages,
+        prompt_text=text_renderer(system, messages) if text_renderer else None,
+        variables=values,
+        rejection_answer=spec.rejection_answer,
+        rejection_trigger_keywords=spec.rejection_trigger_keywords,
+        response_format=spec.response_format,
+        purpose=spec.purpose,
+        payload=builder(ref.model_id, system, messages),
+    )
