@@ -1,0 +1,121 @@
+"""``rag datasets``: check and describe the golden JSONL datasets.
+
+::
+
+    rag datasets check [PATH…] [--json] [--changed-since REV]
+    rag datasets stats [--json]
+
+Exit codes: 0 clean, 1 a check found an error, 2 unreadable input (missing file, not
+UTF-8, unknown git revision).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from app.errors import DatasetError
+from app.eval.dataset_check import check_paths
+from app.eval.datasets import load_all_suites, suite_stats
+
+
+@click.group(name="datasets")
+def cli() -> None:
+    """Golden JSONL datasets: check, stats."""
+
+
+@cli.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option(
+    "--changed-since",
+    "changed_since",
+    metavar="REV",
+    help="Also fail when a dataset changed since REV without a CHANGELOG.md entry, "
+    "or a released file was edited in place.",
+)
+@click.pass_context
+def check(
+    ctx: click.Context, paths: tuple[Path, ...], as_json: bool, changed_since: str | None
+) -> None:
+    """Check dataset files (default: every tests/eval/datasets/*.jsonl).
+
+    Every line of every file is read; each problem is printed as
+    `file:line: field: what is wrong — how to fix`.
+    """
+    result = check_paths(list(paths) or None, changed_since=changed_since)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        for issue in result.issues:
+            click.echo(issue.format())
+        click.echo(result.summary())
+    if result.fatal:
+        unreadable = [i.format() for i in result.issues if i.code in {"unreadable", "kb"}]
+        raise DatasetError("unreadable input:\n" + "\n".join(unreadable))
+    ctx.exit(result.exit_code)
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [headers, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+@cli.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+def stats(as_json: bool) -> None:
+    """Suite sizes and tag / difficulty distributions (newest version of each suite)."""
+    data = suite_stats(load_all_suites())
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    suites = data["suites"]
+    rows = [
+        [
+            s["name"],
+            s["version"],
+            s["cases"],
+            s["multi_turn"],
+            s["expected_refusal"],
+            s["difficulty"]["easy"],
+            s["difficulty"]["medium"],
+            s["difficulty"]["hard"],
+        ]
+        for s in suites
+    ]
+    rows.append(
+        [
+            "total",
+            "",
+            data["total_cases"],
+            sum(s["multi_turn"] for s in suites),
+            sum(s["expected_refusal"] for s in suites),
+            *[sum(s["difficulty"][d] for s in suites) for d in ("easy", "medium", "hard")],
+        ]
+    )
+    click.echo(
+        _table(
+            ["suite", "version", "cases", "multi-turn", "refusal", "easy", "medium", "hard"], rows
+        )
+    )
+    click.echo()
+    names = [s["name"] for s in suites]
+    tag_rows = [
+        [tag, *[counts.get(n, 0) or "" for n in names], sum(counts.values())]
+        for tag, counts in data["tags"].items()
+    ]
+    click.echo(_table(["tag", *names, "total"], tag_rows))

@@ -1,0 +1,1 @@
+"""Evaluation: golden datasets, metrics, judges, runner, reports and comparison."""

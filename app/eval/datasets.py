@@ -1,0 +1,347 @@
+"""Golden datasets: the :class:`Case` model and the loaders the harness calls.
+
+A dataset is a JSONL file ``tests/eval/datasets/<name>_v<major>.<minor>.jsonl`` with one
+case per line (seed 004 §7.2). The JSON Schema ``case.schema.json`` beside the files and
+the pydantic model below state the same rules; ``tests/unit/datasets`` proves that they
+agree on every shipped and every broken case.
+
+::
+
+    from app.eval.datasets import load_suite
+    suite = load_suite("smoke")          # the newest smoke_v<x.y>.jsonl
+    for case in suite.cases: ...
+
+Loading is lenient about layout (a UTF-8 BOM, CRLF line ends and blank lines are
+tolerated) and strict about content: a bad line raises :class:`~app.errors.DatasetError`
+naming every bad ``file:line`` at once. ``rag datasets check`` gives the full diagnosis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from app.errors import DatasetError
+from app.paths import datasets_dir
+
+__all__ = [
+    "ACL_GROUPS",
+    "CASE_FIELDS",
+    "DIFFICULTIES",
+    "FILE_NAME_RE",
+    "Case",
+    "Suite",
+    "Turn",
+    "available_suites",
+    "iter_lines",
+    "load_all_suites",
+    "load_dataset_file",
+    "load_suite",
+    "parse_file_name",
+    "schema_path",
+    "suite_stats",
+]
+
+ACL_GROUPS = ("public", "employee", "hr", "finance", "exec")
+DIFFICULTIES = ("easy", "medium", "hard")
+FILE_NAME_RE = re.compile(
+    r"^(?P<name>[a-z][a-z0-9_]*?)_v(?P<major>[0-9]+)\.(?P<minor>[0-9]+)\.jsonl$"
+)
+
+# The same patterns as case.schema.json, applied with Python's re.search as jsonschema does.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+TEXT_PATTERN = r"\S"
+CHUNK_ID_PATTERN = r"^[A-Za-z0-9_-]+:[^#\s]+#[0-9]+$"
+TAG_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+ID_MAX_LENGTH = 64
+
+Group = Literal["public", "employee", "hr", "finance", "exec"]
+Difficulty = Literal["easy", "medium", "hard"]
+
+
+def _check(pattern: str, value: str, what: str) -> str:
+    if re.search(pattern, value) is None:
+        raise ValueError(f"{what} does not match {pattern}")
+    return value
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null is not allowed — leave the field out instead")
+    return value
+
+
+class Turn(BaseModel):
+    """One earlier turn of a conversation."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    role: Literal["user", "assistant"]
+    content: str
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, v: str) -> str:
+        return _check(TEXT_PATTERN, v, "content")
+
+
+class Case(BaseModel):
+    """One golden case (one JSONL line). Unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: str = Field(max_length=ID_MAX_LENGTH)
+    question: str
+    history: list[Turn] = Field(default_factory=list)
+    golden_answer: str
+    golden_rewrite: str | None = None
+    golden_chunk_ids: list[str] = Field(default_factory=list)
+    acceptable_chunk_ids: list[str] = Field(default_factory=list)
+    must_include: list[str] = Field(default_factory=list)
+    must_not_include: list[str] = Field(default_factory=list)
+    acl: list[Group] = Field(min_length=1)
+    expected_refusal: bool = False
+    tags: list[str] = Field(min_length=1)
+    difficulty: Difficulty | None = None
+    annotator: str
+    annotated_at: str | None = None
+    reviewed_by: str | None = None
+    version: int | None = Field(default=None, ge=1)
+
+    @field_validator(
+        "golden_rewrite",
+        "difficulty",
+        "annotated_at",
+        "reviewed_by",
+        "version",
+        "history",
+        "golden_chunk_ids",
+        "acceptable_chunk_ids",
+        "must_include",
+        "must_not_include",
+        "expected_refusal",
+        mode="before",
+    )
+    @classmethod
+    def _present_means_not_null(cls, v: Any) -> Any:
+        return _not_null(v)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _integral_float(cls, v: Any) -> Any:
+        # JSON Schema counts 1.0 as an integer; so do we (but never a bool).
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        return _check(ID_PATTERN, v, "id")
+
+    @field_validator("question", "golden_answer", "annotator", "golden_rewrite", "reviewed_by")
+    @classmethod
+    def _text(cls, v: str | None) -> str | None:
+        return None if v is None else _check(TEXT_PATTERN, v, "text")
+
+    @field_validator("golden_chunk_ids", "acceptable_chunk_ids")
+    @classmethod
+    def _chunk_ids(cls, v: list[str]) -> list[str]:
+        for item in v:
+            _check(CHUNK_ID_PATTERN, item, "chunk id")
+        return v
+
+    @field_validator("must_include", "must_not_include")
+    @classmethod
+    def _keywords(cls, v: list[str]) -> list[str]:
+        for item in v:
+            _check(TEXT_PATTERN, item, "keyword")
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        for item in v:
+            _check(TAG_PATTERN, item, "tag")
+        return v
+
+    @field_validator("annotated_at")
+    @classmethod
+    def _date(cls, v: str | None) -> str | None:
+        return None if v is None else _check(DATE_PATTERN, v, "annotated_at")
+
+    @property
+    def is_multi_turn(self) -> bool:
+        return bool(self.history)
+
+
+CASE_FIELDS: tuple[str, ...] = tuple(Case.model_fields)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One dataset file, loaded."""
+
+    name: str
+    version: str  # "1.0"
+    path: Path
+    sha256: str  # of the file's bytes
+    cases: list[Case] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def by_id(self, case_id: str) -> Case | None:
+        return next((c for c in self.cases if c.id == case_id), None)
+
+
+def schema_path(root: Path | None = None) -> Path:
+    """``case.schema.json`` in the datasets folder."""
+    return (root or datasets_dir()) / "case.schema.json"
+
+
+def parse_file_name(name: str) -> tuple[str, int, int] | None:
+    """``smoke_v1.0.jsonl`` -> ``("smoke", 1, 0)``; ``None`` when the name does not fit."""
+    m = FILE_NAME_RE.match(name)
+    if m is None:
+        return None
+    return m.group("name"), int(m.group("major")), int(m.group("minor"))
+
+
+def iter_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)`` for every line, 1-based, without line ends or a BOM."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    for n, line in enumerate(text.split("\n"), start=1):
+        yield n, line.removesuffix("\r")
+
+
+def _read_text(path: Path) -> tuple[bytes, str]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: file not found — check the path") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{path}: is a folder, not a dataset file") from None
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DatasetError(f"{path}:{line}: not UTF-8 text — re-save the file as UTF-8") from None
+
+
+def load_dataset_file(path: Path | str) -> Suite:
+    """Load one ``<name>_v<x.y>.jsonl`` file. Raises :class:`DatasetError` listing every bad line."""
+    path = Path(path)
+    data, text = _read_text(path)
+    parsed = parse_file_name(path.name)
+    name, version = (parsed[0], f"{parsed[1]}.{parsed[2]}") if parsed else (path.stem, "0.0")
+    cases: list[Case] = []
+    problems: list[str] = []
+    for n, line in iter_lines(text):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path}:{n}: not valid JSON ({exc.msg}, column {exc.colno})")
+            continue
+        try:
+            cases.append(Case.model_validate(raw))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "line"
+            problems.append(f"{path}:{n}: {where}: {first['msg']}")
+    if problems:
+        shown = "\n".join(problems[:20])
+        more = f"\n… and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise DatasetError(
+            f"{path}: {len(problems)} bad line(s) — run `rag datasets check {path}` for "
+            f"details:\n{shown}{more}"
+        )
+    return Suite(
+        name=name,
+        version=version,
+        path=path,
+        sha256=hashlib.sha256(data).hexdigest(),
+        cases=cases,
+    )
+
+
+def available_suites(root: Path | None = None) -> dict[str, list[tuple[tuple[int, int], Path]]]:
+    """``{name: [((major, minor), path), …]}`` sorted oldest first."""
+    folder = root or datasets_dir()
+    found: dict[str, list[tuple[tuple[int, int], Path]]] = {}
+    if not folder.is_dir():
+        return found
+    for file in folder.glob("*.jsonl"):
+        parsed = parse_file_name(file.name)
+        if parsed:
+            found.setdefault(parsed[0], []).append(((parsed[1], parsed[2]), file))
+    for versions in found.values():
+        versions.sort()
+    return found
+
+
+def load_suite(name: str, version: str | None = None, root: Path | None = None) -> Suite:
+    """Load suite ``name`` — the newest version, or exactly ``version`` (``"1.0"``)."""
+    suites = available_suites(root)
+    versions = suites.get(name)
+    if not versions:
+        known = ", ".join(sorted(suites)) or "none"
+        raise DatasetError(
+            f"suite '{name}' not found in {root or datasets_dir()} — known suites: {known}"
+        )
+    if version is None:
+        return load_dataset_file(versions[-1][1])
+    for (major, minor), file in versions:
+        if f"{major}.{minor}" == version:
+            return load_dataset_file(file)
+    have = ", ".join(f"{a}.{b}" for (a, b), _ in versions)
+    raise DatasetError(f"suite '{name}' has no version {version} — available: {have}")
+
+
+def suite_stats(suites: list[Suite]) -> dict[str, Any]:
+    """Sizes and tag / difficulty distributions of ``suites`` (for ``rag datasets stats``)."""
+    rows: list[dict[str, Any]] = []
+    tags: dict[str, dict[str, int]] = {}
+    for suite in suites:
+        difficulty = dict.fromkeys(DIFFICULTIES, 0)
+        difficulty["unset"] = 0
+        for case in suite.cases:
+            difficulty[case.difficulty or "unset"] += 1
+            for tag in case.tags:
+                tags.setdefault(tag, {}).setdefault(suite.name, 0)
+                tags[tag][suite.name] += 1
+        rows.append(
+            {
+                "name": suite.name,
+                "version": suite.version,
+                "path": suite.path.name,
+                "sha256": suite.sha256,
+                "cases": len(suite.cases),
+                "multi_turn": sum(1 for c in suite.cases if c.history),
+                "expected_refusal": sum(1 for c in suite.cases if c.expected_refusal),
+                "with_golden_chunks": sum(1 for c in suite.cases if c.golden_chunk_ids),
+                "difficulty": difficulty,
+            }
+        )
+    ordered = dict(sorted(tags.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])))
+    return {"suites": rows, "total_cases": sum(r["cases"] for r in rows), "tags": ordered}
+
+
+def load_all_suites(root: Path | None = None) -> list[Suite]:
+    """The newest version of every suite, in the order smoke, full, hard, adversarial, others."""
+    order = {"smoke": 0, "full": 1, "hard": 2, "adversarial": 3}
+    names = sorted(available_suites(root), key=lambda n: (order.get(n, 9), n))
+    return [load_suite(name, root=root) for name in names]
