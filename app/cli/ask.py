@@ -1,0 +1,165 @@
+"""``rag ask "问题"``: run the generation pipeline once and print answer, citations, trace."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from app.errors import UserError
+
+
+def _read_history(path: Path) -> list[dict[str, str]]:
+    """A JSON list of ``{"role", "content"}`` or JSONL with one such object per line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"--history {path}: cannot read ({exc.strerror})") from None
+    try:
+        data: Any = json.loads(text) if text.lstrip().startswith("[") else None
+        if data is None:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"--history {path}:{exc.lineno}: not JSON ({exc.msg}) — give a JSON list or JSONL "
+            'of {"role": "user"|"assistant", "content": "..."}'
+        ) from None
+    if not isinstance(data, list):
+        raise UserError(f"--history {path}: expected a list of messages")
+    for i, item in enumerate(data, 1):
+        if (
+            not isinstance(item, dict)
+            or item.get("role") not in ("user", "assistant")
+            or not isinstance(item.get("content"), str)
+        ):
+            raise UserError(
+                f"--history {path}: message {i} must be "
+                '{"role": "user"|"assistant", "content": "..."}'
+            )
+    return data
+
+
+@click.command("ask")
+@click.argument("question")
+@click.option(
+    "--history",
+    "history_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="JSON list / JSONL of {role, content} messages before the question.",
+)
+@click.option(
+    "--acl",
+    "acl",
+    multiple=True,
+    default=("public",),
+    show_default=True,
+    help="Reader group(s); repeat or comma-separate (public, employee, hr, finance, exec).",
+)
+@click.option(
+    "--model",
+    default="offline:extractive",
+    show_default=True,
+    help="Provider string, e.g. anthropic:claude-sonnet-4-6.",
+)
+@click.option(
+    "--prompt",
+    "qa_prompt",
+    default="system/kb_qa",
+    show_default=True,
+    help="QA prompt id or exact version.",
+)
+@click.option(
+    "--kb",
+    "kb_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Knowledge-base folder (default: the sample KB).",
+)
+@click.option(
+    "--injection-policy",
+    type=click.Choice(["refuse", "clean", "alert"]),
+    default="refuse",
+    show_default=True,
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the Answer as JSON.")
+def cli(
+    question: str,
+    history_file: Path | None,
+    acl: tuple[str, ...],
+    model: str,
+    qa_prompt: str,
+    kb_path: Path | None,
+    injection_policy: str,
+    as_json: bool,
+) -> None:
+    """Ask the RAG pipeline one QUESTION; prints the answer, its citations and the trace."""
+    from app.generation.config import PipelineConfig
+    from app.generation.generator import Pipeline
+    from app.llm.engine import Engine
+    from app.retrieval.kb import ACL_GROUPS
+
+    if not question.strip():
+        raise UserError('the question is empty — pass it as an argument: rag ask "年假有几天？"')
+    groups = sorted({g.strip() for a in acl for g in a.split(",") if g.strip()})
+    unknown = [g for g in groups if g not in ACL_GROUPS]
+    if unknown:
+        raise UserError(f"--acl {','.join(unknown)}: unknown group — use {', '.join(ACL_GROUPS)}")
+    history = _read_history(history_file) if history_file else []
+    config = PipelineConfig(
+        model=model,
+        qa_prompt=qa_prompt,
+        kb_path=kb_path,
+        injection_policy=injection_policy,  # type: ignore[arg-type]
+    )
+
+    async def run() -> Any:
+        engine = Engine()
+        try:
+            return await Pipeline(config, engine).answer(question, history, groups)
+        finally:
+            await engine.aclose()
+
+    answer = asyncio.run(run())
+    if as_json:
+        click.echo(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        return
+    t = answer.trace
+    click.echo(answer.text)
+    click.echo("")
+    if answer.citations:
+        click.echo("Citations:")
+        for c in answer.citations:
+            click.echo(f"  [{c.n}] {c.chunk_id}  {c.title}")
+    else:
+        click.echo("Citations: (none)")
+    click.echo("")
+    click.echo("Trace:")
+    top1 = "-" if t.top1_score is None else f"{t.top1_score:.3f}"
+    rows = [
+        ("trace_id", t.trace_id),
+        ("mode", f"{t.mode}  (top-1 {top1}; floors {t.floors.get('low')}/{t.floors.get('high')})"),
+        ("prompt", f"{t.prompt_version or '-'}  {t.prompt_hash or ''}".rstrip()),
+        ("model", t.model),
+        ("acl", ",".join(t.user_acl)),
+        ("rewrite", f"{t.rewritten_query}  [{t.rewrite.strategy}; {t.rewrite.reason}]"),
+        ("retrieved", ", ".join(f"{r.chunk_id} {r.score:.3f}" for r in t.retrieved[:5]) or "-"),
+        ("context", ", ".join(t.context_chunk_ids) or "-"),
+        (
+            "flags",
+            f"rejected={t.rejected} uncertain={t.uncertain} invalid_citations={t.invalid_citations} injection={t.injection.action}",
+        ),
+        (
+            "memory",
+            "-"
+            if t.memory is None
+            else f"{t.memory.history_tokens}/{t.memory.budget_tokens} tokens ({t.memory.counter}), summarised pairs {t.memory.summarised_pairs}",
+        ),
+        ("tokens", f"in {t.tokens.input} out {t.tokens.output} calls {t.tokens.llm_calls}"),
+        ("latency", f"{t.latency_ms:.0f} ms"),
+    ]
+    for key, value in rows:
+        click.echo(f"  {key:<10} {value}")

@@ -1,0 +1,68 @@
+"""After the model: rejection-keyword substitution and citation validation (seeds 000, 004).
+
+* :func:`apply_rejection` — if the answer contains any of the prompt's
+  ``REJECTION_TRIGGER_KEYWORDS``, the whole answer becomes its ``REJECTION_ANSWER``
+  (ColossalQA ``base.py``): a deterministic guard against a refusal worded slightly off.
+* :func:`is_uncertain` — answers saying "无法确定" / "cannot be determined" (seed 004 §5.3)
+  skip citation checks and go to the bad-case log.
+* :func:`extract_citations` — ``[n]`` markers (also ``[1,2]``, ``[1][3]``, ``[1-2]``,
+  full-width ``［1］``); a number outside ``1..len(documents)`` is invalid.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+UNCERTAIN_MARKERS = ("无法确定", "不能确定", "cannot be determined", "can't be determined")
+
+_MARKER = re.compile(r"\[(\d+(?:\s*[,，、\-–]\s*\d+)*)\]")
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    numbers: tuple[int, ...]  # every [n] in order of first appearance
+    valid: tuple[int, ...]
+    invalid: tuple[int, ...]
+
+
+def apply_rejection(
+    text: str, trigger_keywords: Sequence[str], rejection_answer: str | None
+) -> tuple[str, bool]:
+    """``(answer, substituted)``: the rejection answer when a trigger keyword occurs."""
+    if rejection_answer is None:
+        return text, False
+    folded = text.casefold()
+    if any(k and k.casefold() in folded for k in trigger_keywords):
+        return rejection_answer, text != rejection_answer
+    return text, False
+
+
+def is_uncertain(text: str) -> bool:
+    folded = text.casefold()
+    return any(m in folded for m in UNCERTAIN_MARKERS)
+
+
+def _numbers(group: str) -> list[int]:
+    out: list[int] = []
+    for part in re.split(r"\s*[,，、]\s*", group):
+        if re.fullmatch(r"\d+\s*[\-–]\s*\d+", part):
+            lo, hi = (int(x) for x in re.split(r"\s*[\-–]\s*", part))
+            out.extend(range(lo, hi + 1) if 0 < hi - lo < 20 else (lo, hi))
+        elif part.strip().isdigit():
+            out.append(int(part))
+    return out
+
+
+def extract_citations(text: str, n_documents: int) -> CitationCheck:
+    """All ``[n]`` markers in ``text`` split into valid (1..n_documents) and invalid."""
+    seen: list[int] = []
+    for match in _MARKER.finditer(unicodedata.normalize("NFKC", text)):
+        for n in _numbers(match.group(1)):
+            if n not in seen:
+                seen.append(n)
+    valid = tuple(n for n in seen if 1 <= n <= n_documents)
+    invalid = tuple(n for n in seen if not 1 <= n <= n_documents)
+    return CitationCheck(tuple(seen), valid, invalid)

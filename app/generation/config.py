@@ -1,0 +1,78 @@
+"""``PipelineConfig``: every knob of the generation pipeline, with the seeds' defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.generation.assembly import Floors
+
+
+class PipelineConfig(BaseModel):
+    """Frozen; unknown fields are errors.
+
+    Prompt choice (decided here, recorded in ``Trace.prompt_version``): strict and assisted
+    answers use ``qa_prompt`` (default ``system/kb_qa``, the prompt under evaluation, so
+    ``rag eval run --prompt system/kb_qa_v3`` changes what runs) and differ in the documents
+    they get; with ``mode_prompts=True`` they use ``strict_prompt`` / ``assisted_prompt``
+    (seed 002's per-mode instructions) instead. The refusal mode always uses
+    ``refusal_prompt`` with no context.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = "offline:extractive"
+    qa_prompt: str = "system/kb_qa"
+    mode_prompts: bool = False
+    strict_prompt: str = "system/kb_mode_strict"
+    assisted_prompt: str = "system/kb_mode_assisted"
+    refusal_prompt: str = "system/kb_mode_refusal"
+    prompt_variables: dict[str, str] = Field(default_factory=dict)  # e.g. company_name
+
+    kb_path: Path | None = None  # default: app.paths.kb_dir() (the sample KB)
+    top_k: int = Field(default=5, ge=1)
+    reranker: str = "lexical"
+    low_floor: float = Field(default=0.45, ge=0.0, le=1.0)
+    high_floor: float = Field(default=0.88, ge=0.0, le=1.0)
+    strict_ratio: float = Field(default=0.75, ge=0.0, le=1.0)
+    strict_max_docs: int = Field(default=2, ge=1)
+    assisted_max_docs: int = Field(default=3, ge=1)
+
+    rewrite: Literal["standalone", "disambiguate", "off"] = "standalone"
+    rewrite_model: str | None = None  # None: same as ``model``; offline → offline rewriter
+    rewrite_prompt: str = "rewrite/standalone"
+    disambiguate_prompt: str | None = None  # None: rewrite/disambiguate_zh|en by language
+
+    summary_model: str | None = None  # None: same as ``model``; offline → offline summariser
+    summary_prompt: str | None = None  # None: summary/summarize_zh|en by language
+    max_tokens: int = Field(default=2000, ge=1)  # seed 000's memory budget for the prompt
+    token_counter: str = "bpe:cl100k_base"
+
+    injection_policy: Literal["refuse", "clean", "alert"] = "refuse"
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_answer_tokens: int = Field(default=2048, ge=1)
+    no_hits_reply_zh: str = "抱歉，知识库中没有找到与您问题相关的内容。请换个说法，或联系人工客服。"
+    no_hits_reply_en: str = (
+        "Sorry, the knowledge base has nothing related to your question. "
+        "Please rephrase it or contact support."
+    )
+    injection_reply_zh: str = (
+        "抱歉，您的问题包含试图改变助手行为的指令，无法处理。请直接描述您想了解的内容。"
+    )
+    injection_reply_en: str = (
+        "Sorry, your message contains instructions aimed at the assistant itself, so it "
+        "cannot be processed. Please ask your question directly."
+    )
+    log_answers: bool = True  # one JSON line per answer to logs/answers.jsonl
+
+    @property
+    def floors(self) -> Floors:
+        return Floors(
+            low=self.low_floor,
+            high=self.high_floor,
+            strict_ratio=self.strict_ratio,
+            strict_max_docs=self.strict_max_docs,
+            assisted_max_docs=self.assisted_max_docs,
+        )

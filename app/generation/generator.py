@@ -1,0 +1,501 @@
+"""The generation pipeline: one call from a question to an answer with a trace.
+
+::
+
+    question + history
+      → injection check (refuse / clean / alert)                 app.generation.safety
+      → rewrite (trigger, window, prompt, guard, cache)           app.generation.rewrite
+      → ACL-filtered BM25, rewritten + original query, merged,    app.retrieval
+        de-duplicated by chunk id, reranked
+      → score-aware assembly (no_hits / refusal / strict / assisted)  app.generation.assembly
+      → summary memory within max_tokens − prompt length          app.generation.memory
+      → LLM (app.llm.engine.Engine)
+      → rejection keywords, "无法确定" bad cases, citation check   app.generation.citations
+      → Answer(text, citations, trace) + one JSON log line          app.generation.answer_log
+
+``Pipeline`` is safe to share between concurrent ``answer`` calls: per-answer accounting
+lives in a local :class:`_Run`; the shared state (ACL views, rewrite cache) is append-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, cast
+
+from app.errors import UserError
+from app.generation import answer_log
+from app.generation.assembly import Assembly, layout_for, select
+from app.generation.citations import apply_rejection, extract_citations, is_uncertain
+from app.generation.config import PipelineConfig
+from app.generation.memory import Language, MemoryResult, SummaryMemory, offline_summarize
+from app.generation.registry import PromptRegistry, load_registry
+from app.generation.rewrite import Rewriter, RewriteResult
+from app.generation.safety import clean_injection, detect_injection, escape_xml
+from app.generation.trace import (
+    Answer,
+    AnswerMode,
+    Citation,
+    CitationCheck,
+    InjectionTrace,
+    MemoryTrace,
+    RetrievedChunk,
+    RewriteTrace,
+    TokenUsage,
+    Trace,
+)
+from app.llm.tokens import get_counter
+from app.llm.types import ChatRequest, Completion, Message
+from app.paths import kb_dir
+from app.retrieval.index import Hit, Retriever
+from app.retrieval.kb import KnowledgeBase, load_kb
+from app.retrieval.rerank import Reranker, get_reranker, merge_hits
+from app.retrieval.tokenize import has_cjk
+
+__all__ = ["Answer", "Pipeline", "PipelineConfig", "Trace", "generate"]
+
+log = logging.getLogger(__name__)
+bad_case_log = logging.getLogger(answer_log.BAD_CASES_LOGGER)
+
+
+class EngineLike(Protocol):
+    """What the pipeline needs from :class:`app.llm.engine.Engine`."""
+
+    async def generate(
+        self, provider: str, request: ChatRequest, sample_index: int = 0
+    ) -> Completion: ...
+
+
+@dataclass
+class _Run:
+    """Per-answer accounting (never stored on the shared pipeline)."""
+
+    sample_index: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost: float | None = None
+
+    def account(self, c: Completion) -> None:
+        self.usage.input += c.usage.input_tokens
+        self.usage.output += c.usage.output_tokens
+        self.usage.llm_calls += 1
+        self.usage.cached_calls += int(c.cached)
+        if c.cost_usd is not None:
+            self.cost = (self.cost or 0.0) + c.cost_usd
+
+
+def is_offline(model: str) -> bool:
+    return model.strip().lower().startswith("offline:")
+
+
+def coerce_history(history: Iterable[Any] | None) -> tuple[Message, ...]:
+    """Accept :class:`Message`, ``{"role", "content"}`` mappings or objects with those
+    attributes (e.g. a dataset ``Turn``)."""
+    out: list[Message] = []
+    for i, item in enumerate(history or ()):
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        if isinstance(item, Mapping):
+            role, content = item.get("role"), item.get("content")
+        else:
+            role, content = getattr(item, "role", None), getattr(item, "content", None)
+        if role not in ("user", "assistant") or not isinstance(content, str):
+            raise UserError(
+                f"history item {i + 1}: expected role 'user'|'assistant' and a string "
+                f"content, got {item!r}"
+            )
+        out.append(Message(role=cast(Any, role), content=content))
+    return tuple(out)
+
+
+_QUESTION_TAGGED = re.compile(r"<[^<>/]+>\s*\{question\}")
+
+
+class Pipeline:
+    """The RAG pipeline of DESIGN.md "Generation runtime" (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: PipelineConfig | None = None,
+        engine: EngineLike | None = None,
+        *,
+        kb: KnowledgeBase | None = None,
+        registry: PromptRegistry | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.config = config or PipelineConfig()
+        if engine is None:
+            from app.llm.engine import Engine
+
+            engine = Engine()
+        self.engine = engine
+        self.kb = kb if kb is not None else load_kb(self.config.kb_path or kb_dir())
+        self.registry = registry if registry is not None else load_registry()
+        for prompt_id in self._configured_prompts():  # fail fast on a typo, naming it
+            self.registry.get(prompt_id)
+        self.retriever = Retriever(self.kb)
+        self.reranker = reranker or get_reranker(self.config.reranker, self.retriever)
+        self.counter = get_counter(self.config.token_counter)
+        self.rewriter = Rewriter(
+            self.config.rewrite,
+            standalone_prompt=self.config.rewrite_prompt,
+            disambiguate_prompt=self.config.disambiguate_prompt,
+        )
+        if self.config.log_answers:
+            answer_log.install()
+
+    def _configured_prompts(self) -> list[str]:
+        cfg = self.config
+        ids = [cfg.qa_prompt, cfg.refusal_prompt]
+        if cfg.mode_prompts:
+            ids += [cfg.strict_prompt, cfg.assisted_prompt]
+        if cfg.rewrite == "standalone":
+            ids.append(cfg.rewrite_prompt)
+        return ids
+
+    # -- model calls -----------------------------------------------------------------------
+    async def _call(
+        self, run: _Run, model: str, prompt_id: str, variables: Mapping[str, str], **kw: Any
+    ) -> tuple[str, str]:
+        rp = self.registry.render(prompt_id, model=model, variables=variables)
+        request = rp.to_request(**kw)
+        completion = await self.engine.generate(model, request, sample_index=run.sample_index)
+        run.account(completion)
+        return completion.text, rp.qualified_version
+
+    def _rewrite_llm(self, run: _Run) -> Any:
+        model = self.config.rewrite_model or self.config.model
+        if is_offline(model):
+            return None
+
+        async def call(prompt_id: str, variables: Mapping[str, str]) -> tuple[str, str]:
+            return await self._call(
+                run, model, prompt_id, variables, temperature=0.0, max_tokens=256, purpose="rewrite"
+            )
+
+        return call
+
+    def _summarizer(self, run: _Run, language: Language) -> Any:
+        model = self.config.summary_model or self.config.model
+        if is_offline(model):
+            return offline_summarize
+        prompt = self.config.summary_prompt or f"summary/summarize_{language}"
+
+        async def summarize(summary: str, new_lines: str) -> tuple[str, str | None]:
+            return await self._call(
+                run,
+                model,
+                prompt,
+                {"summary": summary, "new_lines": new_lines},
+                temperature=0.0,
+                max_tokens=256,
+                purpose="summary",
+                stop=("\n\n",),
+            )
+
+        return summarize
+
+    # -- the pipeline ----------------------------------------------------------------------
+    async def answer(
+        self,
+        question: str,
+        history: Iterable[Any] | None = None,
+        user_acl: Iterable[str] | str = ("public",),
+        *,
+        sample_index: int = 0,
+    ) -> Answer:
+        """Answer ``question`` for a reader holding ``user_acl`` (a group or groups; everyone
+        also holds ``public``). ``history`` is the conversation before the question, oldest
+        first; ``sample_index`` is passed to the engine (repeated samples of one case)."""
+        started = time.perf_counter()
+        cfg = self.config
+        run = _Run(sample_index=sample_index)
+        turns = coerce_history(history)
+        acl = sorted({user_acl} if isinstance(user_acl, str) else set(user_acl))
+        lang: Language = "zh" if has_cjk(question) else "en"
+        trace = Trace(
+            trace_id=uuid.uuid4().hex[:16],
+            created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            model=cfg.model,
+            user_acl=acl,
+            question=question,
+            rewritten_query=question,
+            rewrite=RewriteTrace(strategy=cfg.rewrite, triggered=False, reason="not run"),
+            mode="no_hits",
+            floors={"low": cfg.low_floor, "high": cfg.high_floor, "strict_ratio": cfg.strict_ratio},
+            injection=InjectionTrace(policy=cfg.injection_policy),
+        )
+
+        # 1. injection defence
+        query = question.strip()
+        finding = detect_injection(query)
+        if finding.detected:
+            trace.injection.detected = True
+            trace.injection.patterns = list(finding.patterns)
+            log.warning(
+                "injection_detected trace_id=%s patterns=%s policy=%s",
+                trace.trace_id,
+                ",".join(finding.patterns),
+                cfg.injection_policy,
+            )
+            if cfg.injection_policy == "clean":
+                query = clean_injection(query)
+                trace.injection.action = "cleaned"
+            elif cfg.injection_policy == "alert":
+                trace.injection.action = "alerted"
+            if cfg.injection_policy == "refuse" or not query:
+                trace.injection.action = "refused"
+                reply = cfg.injection_reply_zh if lang == "zh" else cfg.injection_reply_en
+                return self._finish(trace, "injection_refused", reply, [], run, started)
+
+        # 2. rewrite
+        rw = await self.rewriter.rewrite(query, turns, llm=self._rewrite_llm(run))
+        trace.rewrite = _rewrite_trace(rw)
+        trace.rewritten_query = rw.rewritten
+        if rw.prompt_version:
+            trace.prompt_versions["rewrite"] = rw.prompt_version
+
+        # 3. retrieval: dual recall, merge, de-duplicate, rerank (ACL applied inside)
+        queries = [rw.rewritten] + ([query] if rw.changed else [])
+        recalled = [self.retriever.search(q, acl, cfg.top_k) for q in queries]
+        hits = self.reranker.rerank(queries, merge_hits(*recalled), acl)
+        trace.retrieved = [_retrieved(h, rw) for h in hits]
+
+        # 4. assembly
+        asm = select(hits, cfg.floors)
+        trace.top1_score = asm.top1
+        if asm.mode == "no_hits":
+            reply = cfg.no_hits_reply_zh if lang == "zh" else cfg.no_hits_reply_en
+            return self._finish(trace, "no_hits", reply, [], run, started)
+        trace.context_chunk_ids = asm.chunk_ids
+        prompt_id = self._prompt_for(asm)
+        spec = self.registry.get(prompt_id)
+        variables = self._variables(spec.variables, spec.user_template, rw.rewritten, asm, lang)
+
+        # 5. summary memory within max_tokens − prompt length
+        base = self.registry.render(
+            prompt_id, model=cfg.model, variables={**variables, **_blank(spec.variables)}
+        )
+        prompt_tokens = self.counter.count(base.system or "") + sum(
+            self.counter.count(m.content) for m in base.messages
+        )
+        memory = await SummaryMemory(self.counter, self._summarizer(run, lang), lang).load(
+            turns, cfg.max_tokens, prompt_tokens
+        )
+        trace.memory = _memory_trace(memory, cfg.max_tokens, prompt_tokens, len(turns))
+        if memory.summary_prompt_version:
+            trace.prompt_versions["summary"] = memory.summary_prompt_version
+        history_msgs: Sequence[Message] = ()
+        if "chat_history" in spec.variables:
+            variables["chat_history"] = memory.chat_history
+        else:
+            history_msgs = memory.as_messages(lang)
+
+        # 6. the model
+        rp = self.registry.render(
+            prompt_id, model=cfg.model, variables=variables, history=history_msgs
+        )
+        trace.prompt_version = rp.qualified_version
+        trace.prompt_hash = rp.content_hash
+        trace.prompt_versions["qa"] = rp.qualified_version
+        request = rp.to_request(
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_answer_tokens,
+            purpose="generation",
+            metadata={"documents": asm.documents_json()},
+        )
+        completion = await self.engine.generate(cfg.model, request, sample_index=sample_index)
+        run.account(completion)
+
+        # 7. after the model
+        raw = completion.text.strip()
+        trace.raw_answer = raw
+        trace.uncertain = is_uncertain(raw)
+        text, trace.rejected = apply_rejection(
+            raw, rp.rejection_trigger_keywords, rp.rejection_answer
+        )
+        citations: list[Citation] = []
+        if trace.uncertain:
+            bad_case_log.info(
+                answer_log.dumps(
+                    {
+                        "trace_id": trace.trace_id,
+                        "reason": "uncertain",
+                        "question": question,
+                        "rewritten_query": trace.rewritten_query,
+                        "prompt_version": trace.prompt_version,
+                        "model": cfg.model,
+                        "mode": asm.mode,
+                        "context_chunk_ids": trace.context_chunk_ids,
+                        "answer": raw,
+                    }
+                ),
+                extra={"bad_case_log": True},
+            )
+        elif not trace.rejected:
+            check = extract_citations(raw, len(asm.documents))
+            trace.citations = [
+                CitationCheck(
+                    n=n,
+                    chunk_id=asm.documents[n - 1].chunk_id if n in check.valid else None,
+                    valid=n in check.valid,
+                )
+                for n in check.numbers
+            ]
+            trace.invalid_citations = list(check.invalid)
+            if check.invalid:
+                log.warning(
+                    "invalid_citations trace_id=%s invalid=%s documents=%d",
+                    trace.trace_id,
+                    list(check.invalid),
+                    len(asm.documents),
+                )
+            citations = [
+                Citation(
+                    n=n,
+                    chunk_id=asm.documents[n - 1].chunk_id,
+                    title=asm.documents[n - 1].chunk.title,
+                )
+                for n in check.valid
+            ]
+        return self._finish(trace, asm.mode, text, citations, run, started)
+
+    def _prompt_for(self, asm: Assembly) -> str:
+        cfg = self.config
+        if asm.mode == "refusal":
+            return cfg.refusal_prompt
+        if cfg.mode_prompts:
+            return cfg.strict_prompt if asm.mode == "strict" else cfg.assisted_prompt
+        return cfg.qa_prompt
+
+    def _variables(
+        self,
+        names: frozenset[str],
+        template: str,
+        question: str,
+        asm: Assembly,
+        lang: Language,
+    ) -> dict[str, str]:
+        """The prompt's variables. The question is XML-escaped; a template that does not put
+        ``{question}`` inside a tag gets it wrapped in ``<用户提问>`` / ``<question>``."""
+        q = escape_xml(question)
+        if not _QUESTION_TAGGED.search(template):
+            tag = "用户提问" if lang == "zh" else "question"
+            q = f"<{tag}>{q}</{tag}>"
+        values: dict[str, str] = {"question": q}
+        if "context" in names:
+            values["context"] = asm.context(
+                layout_for(self.registry.get(self._prompt_for(asm)).prompt_id)
+            )
+        if "chat_history" in names:
+            values["chat_history"] = ""
+        values.update({k: v for k, v in self.config.prompt_variables.items() if k in names})
+        return {k: v for k, v in values.items() if k in names}
+
+    def _finish(
+        self,
+        trace: Trace,
+        mode: AnswerMode,
+        text: str,
+        citations: list[Citation],
+        run: _Run,
+        started: float,
+    ) -> Answer:
+        trace.mode = mode
+        trace.tokens = run.usage
+        trace.cost_usd = run.cost
+        trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        if self.config.log_answers:
+            log.info(
+                answer_log.dumps(
+                    {
+                        "event": "answer",
+                        "trace_id": trace.trace_id,
+                        "ts": trace.created_at,
+                        "prompt_version": trace.prompt_version,
+                        "prompt_hash": trace.prompt_hash,
+                        "prompt_versions": trace.prompt_versions,
+                        "model": trace.model,
+                        "mode": mode,
+                        "latency_ms": trace.latency_ms,
+                        "user_acl": trace.user_acl,
+                        "question": trace.question,
+                        "rewritten_query": trace.rewritten_query,
+                        "top1_score": trace.top1_score,
+                        "context_chunk_ids": trace.context_chunk_ids,
+                        "citations": [c.n for c in citations],
+                        "invalid_citations": trace.invalid_citations,
+                        "rejected": trace.rejected,
+                        "uncertain": trace.uncertain,
+                        "injection": trace.injection.action,
+                        "tokens": trace.tokens.model_dump(),
+                        "cost_usd": trace.cost_usd,
+                    }
+                ),
+                extra={"answer_log": True},
+            )
+        return Answer(text=text, citations=citations, trace=trace)
+
+
+def _blank(names: frozenset[str]) -> dict[str, str]:
+    return {"chat_history": ""} if "chat_history" in names else {}
+
+
+def _rewrite_trace(rw: RewriteResult) -> RewriteTrace:
+    return RewriteTrace(
+        strategy=rw.strategy,
+        triggered=rw.triggered,
+        trigger=rw.trigger,
+        called_llm=rw.called_llm,
+        cached=rw.cached,
+        reverted=rw.reverted,
+        changed_ratio=rw.changed_ratio,
+        reason=rw.reason,
+        prompt_version=rw.prompt_version,
+        candidates=list(rw.candidates),
+    )
+
+
+def _retrieved(hit: Hit, rw: RewriteResult) -> RetrievedChunk:
+    which: Literal["rewritten", "original"] = (
+        "original" if rw.changed and hit.query == rw.original else "rewritten"
+    )
+    return RetrievedChunk(
+        chunk_id=hit.chunk_id,
+        title=hit.chunk.title,
+        score=hit.score,
+        raw_score=hit.raw_score,
+        query=which,
+    )
+
+
+def _memory_trace(m: MemoryResult, max_tokens: int, prompt_tokens: int, n: int) -> MemoryTrace:
+    return MemoryTrace(
+        counter=m.counter,
+        max_tokens=max_tokens,
+        prompt_tokens=prompt_tokens,
+        budget_tokens=m.budget_tokens,
+        history_tokens=m.history_tokens,
+        history_messages=n,
+        summarised_pairs=m.summarised_pairs,
+        kept_messages=len(m.recent),
+        summary=m.summary,
+        prompt_version=m.summary_prompt_version,
+    )
+
+
+async def generate(
+    question: str,
+    history: Iterable[Any] | None = None,
+    user_acl: Iterable[str] | str = ("public",),
+    *,
+    config: PipelineConfig | None = None,
+    engine: EngineLike | None = None,
+) -> Answer:
+    """One-shot convenience: build a :class:`Pipeline` and answer one question."""
+    return await Pipeline(config, engine).answer(question, history, user_acl)

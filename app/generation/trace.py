@@ -1,0 +1,112 @@
+"""The records a pipeline answer returns: :class:`Answer`, :class:`Citation`, :class:`Trace`.
+
+Pydantic models (``extra="forbid"``) so the harness can serialise them into reports with
+``model_dump(mode="json")`` and read them back strictly. A trace only ever holds chunks the
+asking user may read (retrieval filters by ACL before scoring).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AnswerMode = Literal["no_hits", "refusal", "strict", "assisted", "injection_refused"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrievedChunk(_Record):
+    chunk_id: str
+    title: str
+    score: float  # normalised [0, 1] (app.retrieval.bm25)
+    raw_score: float
+    query: Literal["rewritten", "original"]  # which query variant scored it best
+
+
+class CitationCheck(_Record):
+    n: int
+    chunk_id: str | None  # None when [n] is outside the supplied documents
+    valid: bool
+
+
+class RewriteTrace(_Record):
+    strategy: str  # standalone / standalone:offline / disambiguate / off
+    triggered: bool
+    trigger: str | None = None
+    called_llm: bool = False
+    cached: bool = False
+    reverted: bool = False
+    changed_ratio: float | None = None
+    reason: str = ""
+    prompt_version: str | None = None
+    candidates: list[str] = Field(default_factory=list)
+
+
+class MemoryTrace(_Record):
+    counter: str  # e.g. "bpe:cl100k_base"
+    max_tokens: int
+    prompt_tokens: int  # template + documents + question
+    budget_tokens: int  # max_tokens - prompt_tokens
+    history_tokens: int
+    history_messages: int
+    summarised_pairs: int
+    kept_messages: int
+    summary: str | None = None
+    prompt_version: str | None = None
+
+
+class InjectionTrace(_Record):
+    detected: bool = False
+    patterns: list[str] = Field(default_factory=list)
+    policy: str = "refuse"
+    action: Literal["none", "refused", "cleaned", "alerted"] = "none"
+
+
+class TokenUsage(_Record):
+    input: int = 0
+    output: int = 0
+    llm_calls: int = 0
+    cached_calls: int = 0
+
+
+class Trace(_Record):
+    trace_id: str
+    created_at: str  # UTC ISO 8601
+    model: str
+    user_acl: list[str]
+    question: str
+    rewritten_query: str
+    rewrite: RewriteTrace
+    mode: AnswerMode
+    top1_score: float | None = None
+    floors: dict[str, float] = Field(default_factory=dict)
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)  # reranked, best first
+    context_chunk_ids: list[str] = Field(default_factory=list)  # documents [1]..[n]
+    prompt_version: str | None = None  # the QA/refusal prompt that ran, e.g. system/kb_qa_v2
+    prompt_hash: str | None = None
+    prompt_versions: dict[str, str] = Field(default_factory=dict)  # role -> qualified version
+    memory: MemoryTrace | None = None
+    raw_answer: str | None = None  # the model's text before rejection substitution
+    rejected: bool = False  # a rejection trigger keyword replaced the answer
+    uncertain: bool = False  # "无法确定": citation checks skipped, bad-case logged
+    citations: list[CitationCheck] = Field(default_factory=list)
+    invalid_citations: list[int] = Field(default_factory=list)
+    injection: InjectionTrace = Field(default_factory=InjectionTrace)
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    cost_usd: float | None = None
+    latency_ms: float = 0.0
+
+
+class Citation(_Record):
+    n: int
+    chunk_id: str
+    title: str
+
+
+class Answer(_Record):
+    text: str
+    citations: list[Citation] = Field(default_factory=list)
+    trace: Trace
