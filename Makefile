@@ -6,15 +6,17 @@ STAMP  := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test unit eval lint format typecheck bench clean
+.PHONY: help setup test unit eval lint lint-workflows format typecheck bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tools/node/package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@if command -v npm >/dev/null; then npm ci --prefix tools/node --no-audit --no-fund --silent; \
+	  else echo "npm not found: the workflow-linter tests will be skipped"; fi
 	@touch $(STAMP)
 
 setup: $(STAMP) ## create .venv and install the project with its dev tools
@@ -32,6 +34,9 @@ eval: $(STAMP) ## set-up + the smoke suite on the offline providers
 lint: $(STAMP) ## ruff check + ruff format --check
 	$(BIN)/ruff check app tests scripts
 	$(BIN)/ruff format --check app tests scripts
+
+lint-workflows: $(STAMP) ## actionlint + action-validator on .github/workflows
+	bash scripts/workflow_lint.sh
 
 format: $(STAMP) ## apply ruff format and safe fixes
 	$(BIN)/ruff format app tests scripts

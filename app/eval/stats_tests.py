@@ -1,0 +1,136 @@
+"""Paired significance tests used by :mod:`app.eval.compare`.
+
+Every function takes the per-case values of the *same* cases in the base and the new
+report, in the same order (pairing by case id is the caller's job). scipy and numpy are
+imported inside the functions so that ``rag --help`` never pays for them.
+
+Methods (printed in the comparison's footnote, see :data:`METHODS`):
+
+* continuous metrics (judge scores, retrieval scores): Wilcoxon signed-rank test on the
+  paired differences, two-sided, ``zero_method="wilcox"`` — pairs whose values are equal
+  carry no information about the direction of the change and are dropped before ranking
+  (scipy's default; with no non-zero difference the p-value is 1). The size of the change
+  is a paired bootstrap 95 % percentile CI of the mean difference (``BOOTSTRAP_RESAMPLES``
+  resamples of the cases, fixed seed ``BOOTSTRAP_SEED``: the same reports give the same CI).
+* binary metrics (per-case 0/1 rates): exact McNemar test — a two-sided binomial test of
+  the discordant pairs (0→1 vs 1→0) against p = 0.5 (``scipy.stats.binomtest``).
+* variance: Brown–Forsythe test (``scipy.stats.levene(center="median")``). It assumes
+  independent samples, which paired runs are not; it is used as a *flag* that asks a human
+  to look at the distributions, never as a regression verdict on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+ALPHA = 0.05
+WILCOXON_ZERO_METHOD = "wilcox"
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+CI_LEVEL = 0.95
+
+METHODS = (
+    "Continuous metrics: Wilcoxon signed-rank test on the paired per-case values "
+    f"(two-sided, zero_method='{WILCOXON_ZERO_METHOD}': tied pairs dropped) and a paired "
+    f"bootstrap {int(CI_LEVEL * 100)} % percentile CI of Δ ({BOOTSTRAP_RESAMPLES} resamples, "
+    f"seed {BOOTSTRAP_SEED}). Rates: exact McNemar test (two-sided binomial test on the "
+    "discordant pairs). Variance: Brown–Forsythe test (Levene, center=median), a flag for "
+    f"review. α = {ALPHA} per metric, no multiple-comparison correction."
+)
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """Discordant pair counts and the exact two-sided p-value."""
+
+    up: int  # base 0 -> new 1
+    down: int  # base 1 -> new 0
+    p_value: float
+
+
+def wilcoxon_p(base: Sequence[float], new: Sequence[float]) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of ``new - base``; 1.0 when nothing changed."""
+    _check_paired(base, new)
+    if all(math.isclose(b, n, rel_tol=0.0, abs_tol=1e-12) for b, n in zip(base, new, strict=True)):
+        return 1.0
+    from scipy import stats
+
+    res = stats.wilcoxon(new, base, zero_method=WILCOXON_ZERO_METHOD, alternative="two-sided")
+    return float(res.pvalue)
+
+
+def bootstrap_ci(
+    base: Sequence[float],
+    new: Sequence[float],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = CI_LEVEL,
+) -> tuple[float, float]:
+    """Paired bootstrap percentile CI of ``mean(new - base)`` (cases resampled together)."""
+    _check_paired(base, new)
+    import numpy as np
+
+    diffs = np.asarray(new, dtype=float) - np.asarray(base, dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
+    means = diffs[idx].mean(axis=1)
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(means, [tail, 100.0 - tail])
+    return float(lo), float(hi)
+
+
+def mcnemar_exact(base: Sequence[float], new: Sequence[float]) -> McNemar:
+    """Exact McNemar test on paired 0/1 values."""
+    _check_paired(base, new)
+    for v in (*base, *new):
+        if v not in (0, 1):
+            raise ValueError(f"McNemar needs 0/1 values, got {v!r}")
+    up = sum(1 for b, n in zip(base, new, strict=True) if b == 0 and n == 1)
+    down = sum(1 for b, n in zip(base, new, strict=True) if b == 1 and n == 0)
+    if up + down == 0:
+        return McNemar(up=0, down=0, p_value=1.0)
+    from scipy import stats
+
+    p = stats.binomtest(up, up + down, 0.5, alternative="two-sided").pvalue
+    return McNemar(up=up, down=down, p_value=float(p))
+
+
+def brown_forsythe_p(base: Sequence[float], new: Sequence[float]) -> float:
+    """Brown–Forsythe p-value for equal spread; 1.0 when neither sample spreads at all."""
+    if len(base) < 2 or len(new) < 2:
+        return 1.0
+    med_b = _median(base)
+    med_n = _median(new)
+    dev = [abs(v - med_b) for v in base] + [abs(v - med_n) for v in new]
+    # levene divides by the within-group spread of the deviations: all-equal deviations
+    # (e.g. both samples constant) make the statistic undefined; there is no evidence.
+    if max(dev) - min(dev) < 1e-12:
+        return 1.0
+    dev_b = [abs(v - med_b) for v in base]
+    dev_n = [abs(v - med_n) for v in new]
+    if _spread(dev_b) < 1e-12 and _spread(dev_n) < 1e-12:
+        # each group's deviations constant but different: infinitely significant in theory
+        return 0.0
+    from scipy import stats
+
+    return float(stats.levene(base, new, center="median").pvalue)
+
+
+def _median(values: Sequence[float]) -> float:
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2.0
+
+
+def _spread(values: Sequence[float]) -> float:
+    return max(values) - min(values) if values else 0.0
+
+
+def _check_paired(base: Sequence[float], new: Sequence[float]) -> None:
+    if len(base) != len(new):
+        raise ValueError(f"paired samples differ in length: {len(base)} vs {len(new)}")
+    if not base:
+        raise ValueError("no paired values")

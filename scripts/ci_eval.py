@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""The glue the GitHub workflows call (kept here, in Python, so that it is tested).
+
+``prompt-delta``  (ci.yml, pull requests) — finds the prompt modules a PR changed, runs
+    ``rag eval diff-prompt`` for each against the version that is *active on the target
+    branch* (its ``releases.toml``), appends ``rag prompts review`` and writes one markdown
+    body that starts with :data:`MARKER` (the PR comment is found by it and updated in
+    place) and goes to ``$GITHUB_STEP_SUMMARY``. Without provider secrets it runs the
+    offline baselines and says, at the top, that live scores were skipped.
+``nightly-summary`` (eval-nightly.yml) — the bad-case list (judge score < 3) and the
+    comparison with the last nightly baseline, as markdown; exit 1 on a regression.
+
+Usage::
+
+    python scripts/ci_eval.py prompt-delta --base-ref origin/main --out delta.md [--live]
+    python scripts/ci_eval.py nightly-summary REPORT.json [--baseline FILE] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKER = "<!-- rag-starter:prompt-delta -->"
+PROMPTS_DIR = "app/generation/prompts"
+_MODULE_RE = re.compile(
+    rf"^{PROMPTS_DIR}/(?P<category>[a-z0-9_]+)/(?P<slug>[a-z0-9_]+)_v(?P<version>[1-9][0-9]*)\.py$"
+)
+LIVE_MODEL = "anthropic:claude-sonnet-4-6"
+LIVE_JUDGE = "anthropic:claude-opus-4-7"
+SKIPPED_LIVE = (
+    "> **Live scores were skipped**: no provider secret (`ANTHROPIC_API_KEY`) is available "
+    "to this run (e.g. a pull request from a fork). The tables below come from the offline "
+    "baselines (`offline:extractive` answering, `offline:reference-judge` judging): they "
+    "show that the prompt loads, renders and runs end to end, not whether it is better."
+)
+
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+
+@dataclass(frozen=True)
+class ChangedPrompt:
+    prompt_id: str  # "system/kb_qa"
+    new_version: int  # the highest version this PR touched
+    base_version: int | None  # active on the target branch; None: a new prompt
+    files: tuple[str, ...]
+
+    @property
+    def edited_in_place(self) -> bool:
+        return self.base_version is not None and self.new_version <= self.base_version
+
+
+def _git(args: Sequence[str], cwd: Path) -> str:
+    res = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)} failed: {res.stderr.strip()}")
+    return res.stdout
+
+
+def active_versions_at(ref: str, cwd: Path) -> dict[str, int]:
+    """``{prompt_id: active version}`` from ``releases.toml`` as it is at ``ref``."""
+    res = subprocess.run(
+        ["git", "show", f"{ref}:{PROMPTS_DIR}/releases.toml"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if res.returncode != 0:
+        return {}  # the target branch has no registry yet: every prompt is new
+    out: dict[str, int] = {}
+    for pid, table in tomllib.loads(res.stdout).get("prompts", {}).items():
+        m = re.fullmatch(r"v([1-9][0-9]*)", str(table.get("active", "")))
+        if m:
+            out[pid] = int(m.group(1))
+    return out
+
+
+def changed_prompts(base_ref: str, cwd: Path) -> list[ChangedPrompt]:
+    """Prompt modules added, modified or renamed between the merge base and HEAD."""
+    names = _git(
+        ["diff", "--name-only", "--diff-filter=AMR", f"{base_ref}...HEAD", "--", PROMPTS_DIR],
+        cwd,
+    ).split()
+    touched: dict[str, list[tuple[int, str]]] = {}
+    for name in names:
+        m = _MODULE_RE.match(name)
+        if m:
+            pid = f"{m['category']}/{m['slug']}"
+            touched.setdefault(pid, []).append((int(m["version"]), name))
+    active = active_versions_at(base_ref, cwd)
+    return [
+        ChangedPrompt(
+            prompt_id=pid,
+            new_version=max(v for v, _ in files),
+            base_version=active.get(pid),
+            files=tuple(sorted(f for _, f in files)),
+        )
+        for pid, files in sorted(touched.items())
+    ]
+
+
+def _run(cmd: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+
+
+def prompt_delta(
+    base_ref: str,
+    *,
+    cwd: Path,
+    rag: str = "rag",
+    suite: str = "smoke",
+    live: bool = False,
+    run: Runner = _run,
+) -> tuple[str, int]:
+    """The PR comment body and an exit code (1 when a table shows a regression)."""
+    prompts = changed_prompts(base_ref, cwd)
+    parts = [MARKER, "## Prompt changes: delta tables", ""]
+    if live:
+        parts += [f"Live models: candidate `{LIVE_MODEL}`, judge `{LIVE_JUDGE}`.", ""]
+    else:
+        parts += [SKIPPED_LIVE, ""]
+    if not prompts:
+        parts.append("No prompt module changed in this pull request.")
+        return "\n".join(parts) + "\n", 0
+    rc = 0
+    delta_dir = cwd / "reports" / "pr-delta"
+    delta_dir.mkdir(parents=True, exist_ok=True)
+    for p in prompts:
+        parts.append(f"### `{p.prompt_id}` v{p.base_version or '—'} → v{p.new_version}")
+        parts.append("")
+        if p.base_version is None:
+            parts += ["New prompt: no active version on the target branch to compare with.", ""]
+            continue
+        if p.edited_in_place:
+            parts += [
+                f"❌ v{p.new_version} is at or below the active v{p.base_version} on the "
+                "target branch: a released version was edited in place (seed 004 §4.1). "
+                "Copy it to a new version instead.",
+                "",
+            ]
+            rc = 1
+            continue
+        cmd = [rag, "eval", "diff-prompt", p.prompt_id, f"v{p.base_version}"]
+        cmd += [f"v{p.new_version}", "--suite", suite, "--fail-on-regression"]
+        cmd += ["-o", str(delta_dir / (p.prompt_id.replace("/", "__") + ".md"))]
+        if live:
+            cmd += ["--model", LIVE_MODEL, "--judge", LIVE_JUDGE]
+        res = run(cmd)
+        if res.returncode not in (0, 1):
+            parts += [f"`{' '.join(cmd)}` failed (exit {res.returncode}):", "", "```"]
+            parts += [(res.stderr or res.stdout).strip()[-3000:], "```", ""]
+            rc = 1
+            continue
+        rc = max(rc, res.returncode)
+        parts += [res.stdout.strip(), ""]
+    review = run([rag, "prompts", "review", "--changed-since", base_ref, "--delta", str(delta_dir)])
+    parts += ["## Review checklist (seed 004 Appendix B)", "", review.stdout.strip(), ""]
+    if review.returncode not in (0, 1):
+        parts += ["```", review.stderr.strip()[-2000:], "```", ""]
+    return "\n".join(parts) + "\n", rc
+
+
+# ---------------------------------------------------------------- nightly
+
+
+def bad_cases(report: dict[str, object], threshold: float = 3.0) -> list[tuple[str, str, float]]:
+    """``(case id, metric, value)`` for every judge metric below ``threshold`` (seed §12.3)."""
+    metrics = report.get("metrics") or {}
+    assert isinstance(metrics, dict)
+    judge_metrics = {m for m, spec in metrics.items() if spec.get("kind") == "judge"}
+    out: list[tuple[str, str, float]] = []
+    for case in report.get("cases") or []:  # type: ignore[attr-defined]
+        for metric, entry in sorted((case.get("metrics") or {}).items()):
+            value = entry.get("value") if isinstance(entry, dict) else entry
+            if metric in judge_metrics and isinstance(value, int | float) and value < threshold:
+                out.append((str(case.get("id")), metric, float(value)))
+    return out
+
+
+def nightly_summary(report_path: Path, baseline: Path | None) -> tuple[str, int]:
+    from app.errors import ReportError
+    from app.eval.compare import compare_files, load_report
+
+    report = load_report(report_path)
+    bad = bad_cases(report)
+    lines = [f"## Nightly evaluation: `{report_path.name}`", ""]
+    lines += [f"**Bad cases** (judge score < 3): {len(bad)}", ""]
+    if bad:
+        lines += ["| case | metric | score |", "|---|---|---|"]
+        lines += [f"| {cid} | {metric} | {value:.2f} |" for cid, metric, value in bad]
+        lines.append("")
+    rc = 0
+    if baseline is None or not baseline.exists():
+        lines.append("No nightly baseline yet: this report becomes the first one.")
+    else:
+        try:
+            cmp = compare_files(baseline, report_path)
+        except ReportError as exc:
+            lines.append(f"Not compared with the baseline: {exc}")
+        else:
+            lines.append(cmp.to_markdown())
+            rc = 1 if cmp.has_regression else 0
+    return "\n".join(lines) + "\n", rc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True)
+    pd = sub.add_parser("prompt-delta")
+    pd.add_argument("--base-ref", required=True)
+    pd.add_argument("--suite", default="smoke")
+    pd.add_argument("--live", action="store_true", help="use the real provider models")
+    pd.add_argument("--rag", default="rag", help="the rag executable")
+    pd.add_argument("--out", type=Path, required=True)
+    ns = sub.add_parser("nightly-summary")
+    ns.add_argument("report", type=Path)
+    ns.add_argument("--baseline", type=Path, default=None)
+    ns.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.command == "prompt-delta":
+        body, rc = prompt_delta(
+            args.base_ref, cwd=Path.cwd(), rag=args.rag, suite=args.suite, live=args.live
+        )
+        args.out.write_text(body, encoding="utf-8")
+    else:
+        body, rc = nightly_summary(args.report, args.baseline)
+        if args.out is not None:
+            args.out.write_text(body, encoding="utf-8")
+    sys.stdout.write(body)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

