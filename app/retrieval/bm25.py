@@ -10,7 +10,12 @@ Raw scores have no fixed scale (they grow with query length and IDF), so the ass
 floors 0.45 / 0.88 / 0.75·top-1 would mean nothing on them. **Normalisation** (what the
 index returns as ``score``)::
 
-    score(q, d) = Σ_t qtf(t) · idf(t) · min(1, w(t, d))  /  Σ_t qtf(t) · idf(t)
+    score(q, d) = Σ_t m(t) · min(1, w(t, d))  /  Σ_t m(t)
+
+    m(t) = qtf(t) · idf(t)           t known: some readable chunk contains it (df > 0)
+         = qtf(t) · α · idf(t)       t unknown (df = 0), α = ABSENT_WEIGHT = 0.6
+         = 0                         t unknown, CJK, and it contains another query term of
+                                     ≥ 2 characters that *is* known (a redundant compound)
 
 i.e. the query's BM25 against ``d`` divided by its *reference self-match*: the score the query
 gets against an average-length document that contains each query term exactly once
@@ -21,23 +26,71 @@ that ``d`` covers, with BM25's length normalisation and tf saturation:
 * 1.0 — every query term present at least as strongly as once in an average-length chunk
   (→ the strict mode, ≥ 0.88, means "the chunk answers the whole query");
 * 0.45 — less than half of the query's information (IDF mass) found (→ refusal below it);
-* terms that occur in no readable chunk keep their (high) IDF in the denominator, so a
-  question about something the KB does not contain scores low instead of being rescaled
-  to look confident — the reason a max-score or softmax normalisation was rejected.
+* terms that occur in no readable chunk stay in the denominator, so a question about
+  something the KB does not contain scores low instead of being rescaled to look
+  confident — the reason a max-score or softmax normalisation was rejected.
+
+**Unknown terms** (calibration, v2). A term no readable chunk contains gets the largest IDF
+there is (df = 0), yet its absence is ambiguous: it is either the subject of an out-of-scope
+question (天气, 绿卡) or a colloquial paraphrase of something the KB words differently
+(酒店 for 住宿, 每晚 for 元/晚, 能休/没休 — jieba's glued function characters). Counting it
+at full weight made ordinary answerable questions fall under the refusal floor
+("一线城市住酒店每晚最多报多少？" → travel_expense.md#1 at 0.328). Two rules:
+
+1. an unknown term counts at ``α · idf`` — its information is discounted, not forgiven;
+2. jieba's search mode emits a compound *and* its dictionary sub-words (最多报 → 最多, 最多报;
+   早班车 → 早班, 班车, 早班车). When the compound is unknown but one of its ≥ 2-character
+   sub-words in the query is known, the compound carries no information the sub-word does
+   not already carry, so it is left out instead of counting twice (CJK only: Latin tokens
+   are whole words, and "pass" ⊂ "passing" is not a sub-word relation).
+
+Both rules change only the per-query denominator (unknown terms score 0 in every chunk),
+so **rankings, Hit@k and MRR are unchanged**; only the calibration against the floors
+moves. α was the one constant tuned, on smoke + full only: at α ∈ {0.55, 0.6} the count of
+answerable gold@1 questions clearing 0.45 plateaus (226/258), below 0.55 the out-of-scope
+probes of ``tests/unit/retrieval`` start crossing 0.45 (如何申请绿卡 0.453 at α = 0.5); the
+more conservative end, 0.6, was taken. Tokenisation changes were measured and rejected
+(query-side jieba without HMM and extra colloquial stop words: +1–3 on smoke + full, ±0 on
+hard + adversarial, and the example above fell from 0.482 to 0.417).
+
+Measured with ``scripts/calibrate_retrieval.py`` (sample KB, each case's own ACL, the golden
+rewrite for multi-turn cases, default floors; "answerable top-1 ≥ 0.45" counts cases whose
+golden/acceptable chunk is the top hit, "refusal < 0.45" counts ``expected_refusal`` cases):
+
+=============  =====================  =====================  =================
+suite          answerable top-1≥0.45  refusal cases < 0.45   Hit@5
+=============  =====================  =====================  =================
+smoke (tune)   28/33 → 30/33          2/2 → 2/2              1.000 (unchanged)
+full (tune)    175/225 → 196/225      7/10 → 5/10            0.791 (unchanged)
+hard (held)    53/59 → 55/59          — (none)               0.985 (unchanged)
+adversarial    4/14 → 4/14            41/42 → 40/42          0.773 (unchanged)
+=============  =====================  =====================  =================
+
+Answerable cases in refusal mode (any rank): smoke 9 → 3, full 139 → 103, hard 7 → 5,
+adversarial 18 → 18 (its answerable cases carry injected instructions, whose unknown words
+still dominate). The price: 3 expected-refusal cases now reach assisted mode (停车费能报销吗,
+Nebula + Oracle databases, Xinghe Tech IPO) — each has a known KB term plus one unknown
+subject; the assisted prompt still tells the model to mark what the context does not say.
 
 The scale is deterministic, per query and per document (no dependence on the other hits),
-so a floor means the same thing whatever else was retrieved.
+so a floor means the same thing whatever else was retrieved. "Known" is decided in the
+reader's ACL view (the statistics are built from readable chunks only), so a term that
+exists only in chunks the reader may not see is unknown to them, as it should be.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 K1 = 1.5
 B = 0.75
+ABSENT_WEIGHT = 0.6
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 @dataclass
@@ -47,6 +100,7 @@ class BM25:
     docs: Sequence[Sequence[str]]
     k1: float = K1
     b: float = B
+    absent_weight: float = ABSENT_WEIGHT
     _tfs: list[Counter[str]] = field(init=False, repr=False)
     _df: Counter[str] = field(init=False, repr=False)
     _lengths: list[int] = field(init=False, repr=False)
@@ -82,17 +136,29 @@ class BM25:
             q * self.idf(t) * self._weight(tf.get(t, 0), length) for t, q in Counter(query).items()
         )
 
+    def query_weights(self, query: Sequence[str]) -> dict[str, float]:
+        """Each query term's share of the denominator (see the module docstring)."""
+        qtf = Counter(query)
+        known = {t for t in qtf if self._df.get(t, 0) > 0}
+        weights: dict[str, float] = {}
+        for t, q in qtf.items():
+            if t in known:
+                weights[t] = q * self.idf(t)
+            elif _CJK.search(t) and any(len(s) >= 2 and s != t and s in t for s in known):
+                continue  # an unknown compound whose known sub-word already speaks for it
+            else:
+                weights[t] = q * self.absent_weight * self.idf(t)
+        return weights
+
     def normalized_score(self, query: Sequence[str], index: int) -> float:
         """The [0, 1] score defined in the module docstring (0.0 for an empty query)."""
-        qtf = Counter(query)
-        denom = sum(q * self.idf(t) for t, q in qtf.items())
+        weights = self.query_weights(query)
+        denom = sum(weights.values())
         if denom <= 0.0:
             return 0.0
         tf, length = self._tfs[index], self._lengths[index]
-        num = sum(
-            q * self.idf(t) * min(1.0, self._weight(tf.get(t, 0), length)) for t, q in qtf.items()
-        )
-        return num / denom
+        num = sum(wq * min(1.0, self._weight(tf.get(t, 0), length)) for t, wq in weights.items())
+        return min(1.0, num / denom)
 
     def scores(self, query: Sequence[str]) -> list[tuple[int, float, float]]:
         """``(index, normalised, raw)`` for every document that shares a term with the query."""
