@@ -127,6 +127,16 @@ _RULES: tuple[Rule, ...] = (
         "releases-file-invalid",
         'Fix releases.toml / prompts.lock so they parse and name versions like "v2".',
     ),
+    Rule(
+        "P026",
+        "baseline-not-recorded",
+        "Record the report behind the numbers with `rag eval baseline REPORT --prompt <id>`, or remove the header line.",
+    ),
+    Rule(
+        "P027",
+        "baseline-mismatch",
+        "Copy the recorded numbers (reports/baselines/…) into the header, or record the report the header quotes.",
+    ),
 )
 RULES: dict[str, Rule] = {r.code: r for r in _RULES}
 

@@ -1,0 +1,261 @@
+"""``rag eval``: run suites, record baselines; ``compare`` / ``diff-prompt`` load lazily.
+
+Exit codes: 0 every threshold passed, 1 a threshold or red line failed (or the run is
+partial), 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+# sub-command name -> (module, attribute); imported only when used, so `rag eval --help`
+# works before (and without) app/cli/eval_compare.py.
+_LAZY: dict[str, tuple[str, str, str]] = {
+    "compare": ("app.cli.eval_compare", "compare", "Compare two reports: metric delta table."),
+    "diff-prompt": ("app.cli.eval_compare", "diff_prompt", "Diff two prompt versions."),
+}
+
+
+class _EvalGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *_LAZY])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _LAZY:
+            return super().get_command(ctx, cmd_name)
+        module_name, attr, help_text = _LAZY[cmd_name]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            return _missing(cmd_name, module_name, help_text)
+        command = getattr(module, attr, None)
+        if not isinstance(command, click.Command):
+            return _missing(cmd_name, module_name, help_text)
+        return command
+
+
+def _missing(name: str, module: str, help_text: str) -> click.Command:
+    def callback() -> None:
+        raise click.UsageError(f"`rag eval {name}` is not available: {module} is not installed")
+
+    return click.Command(name, callback=callback, help=f"{help_text} (not installed)")
+
+
+@click.group(cls=_EvalGroup)
+def cli() -> None:
+    """Run evaluation suites, compare reports, record baselines."""
+
+
+def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from app.eval.report import summary_rows
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
+    meta = report["meta"]
+    title = (
+        f"{meta['suite']} · {meta['candidate']['provider']}"
+        f"{' (offline baseline)' if meta['candidate']['offline'] else ''}"
+        f" · judge {meta['judge']['provider']}"
+    )
+    table = Table(title=title)
+    for col, justify in zip(
+        ("metric", "n", "err", "mean", "std", "95% CI", "threshold", "verdict"),
+        ("left", "right", "right", "right", "right", "left", "left", "left"),
+        strict=True,
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for row in summary_rows(report):
+        table.add_row(*row)
+    console.print(table)
+    totals = report["totals"]
+    rc = report["refusal_confusion"]
+    console.print(
+        f"cases {totals['cases_done']}/{totals['cases_planned']} · judge errors "
+        f"{totals['judge_errors']} · cost ${totals['cost_usd']:.4f} · {totals['duration_s']:.1f}s"
+        f" · refusals: ok {rc['true_refusal']}, missed {rc['missed_refusal']}, "
+        f"false {rc['false_refusal']} · bad cases {len(report['bad_cases'])}"
+    )
+    for warning in meta["judge"]["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    if report["partial"]:
+        console.print(f"[yellow]PARTIAL:[/yellow] {report['partial_reason']}")
+    status = report["status"].upper()
+    console.print(f"status: {status}")
+    if path is not None:
+        console.print(f"report: {path}")
+    if md is not None:
+        console.print(f"summary: {md}")
+
+
+@cli.command("run")
+@click.option("--suite", required=True, help="Dataset suite: smoke, full, hard, adversarial.")
+@click.option(
+    "--prompt",
+    "prompts",
+    multiple=True,
+    help="Prompt version to evaluate, e.g. system/kb_qa_v3 (repeatable).",
+)
+@click.option(
+    "--model", default="offline:extractive", show_default=True, help="Candidate provider string."
+)
+@click.option(
+    "--judge",
+    default="offline:reference-judge",
+    show_default=True,
+    help="Judge provider string ('none' for no judge).",
+)
+@click.option("--judge-samples", default=3, show_default=True, type=click.IntRange(1, 20))
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--resume", "resume", default=None, metavar="RUN_ID", help="Finish an interrupted run."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Report folder (default reports/).",
+)
+@click.option(
+    "--max-cost",
+    default=None,
+    type=click.FloatRange(0),
+    help="Stop starting cases at this spend (USD); writes a partial report.",
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@click.option(
+    "--refresh-cache", is_flag=True, help="Call the providers again and overwrite the cache."
+)
+@click.option(
+    "--limit", default=None, type=click.IntRange(1), help="Only the first N cases (by id)."
+)
+@click.option(
+    "--allow-weak-judge",
+    is_flag=True,
+    help="Allow a judge equal to / weaker than the candidate (warning in the report).",
+)
+@click.option(
+    "-k",
+    "k",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1),
+    help="k of Hit@k, Recall@k, nDCG@k.",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap CIs.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.pass_context
+def run_cmd(
+    ctx: click.Context,
+    suite: str,
+    prompts: tuple[str, ...],
+    model: str,
+    judge: str,
+    judge_samples: int,
+    concurrency: int,
+    resume: str | None,
+    out_dir: Path | None,
+    max_cost: float | None,
+    no_cache: bool,
+    refresh_cache: bool,
+    limit: int | None,
+    allow_weak_judge: bool,
+    k: int,
+    seed: int,
+    quiet: bool,
+) -> None:
+    """Run a suite through the pipeline, score it, write reports/eval_<UTC>.json (+ .md)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from app.eval.runner import RunConfig, new_run_id, run_sync
+
+    config = RunConfig(
+        suite=suite,
+        model=model,
+        judge=None if judge.lower() == "none" else judge,
+        judge_samples=judge_samples,
+        prompts=tuple(prompts),
+        concurrency=concurrency,
+        cache=not no_cache,
+        refresh_cache=refresh_cache,
+        limit=limit,
+        max_cost=max_cost,
+        allow_weak_judge=allow_weak_judge,
+        k=k,
+        seed=seed,
+    )
+    err = Console(stderr=True)
+    run_id = resume or new_run_id()
+    err.print(
+        f"run {run_id}"
+        + (" (resuming with its stored configuration; other options are ignored)" if resume else "")
+    )
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("cost ${task.fields[cost]:.4f} · errors {task.fields[errors]}"),
+        console=err,
+        disable=quiet,
+        transient=False,
+    )
+    task = progress.add_task(suite, total=None, cost=0.0, errors=0)
+
+    def on_progress(p: Any) -> None:
+        progress.update(task, total=p.total, completed=p.done, cost=p.cost, errors=p.errors)
+
+    command = ["rag", *(shlex.quote(a) for a in sys.argv[1:])] if sys.argv else []
+    try:
+        with progress:
+            outcome = run_sync(
+                config,
+                resume=resume,
+                out_dir=out_dir,
+                command=command,
+                front_end="cli",
+                on_progress=on_progress,
+                run_id=run_id,
+            )
+    except KeyboardInterrupt:
+        err.print(
+            f"interrupted: finished cases are checkpointed; resume with rag eval run --resume {run_id}"
+        )
+        ctx.exit(130)
+    _print_summary(outcome.report, outcome.path, outcome.markdown)
+    ctx.exit(outcome.exit_code)
+
+
+@cli.command("baseline")
+@click.argument("report", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--prompt", required=True, help="The prompt version the report measured, e.g. system/kb_qa_v2."
+)
+def baseline_cmd(report: Path, prompt: str) -> None:
+    """Record REPORT as PROMPT's baseline under reports/baselines/."""
+    from app.eval.baseline import record_baseline
+
+    path = record_baseline(report, prompt)
+    click.echo(f"recorded {report} as the baseline of {prompt}: {path}")

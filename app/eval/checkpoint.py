@@ -1,0 +1,75 @@
+"""Run checkpoints in SQLite: every finished case is committed the moment it finishes.
+
+``<cache_dir>/runs/<run_id>.sqlite3`` holds the run's configuration and one row per
+finished case (its full result record). ``rag eval run --resume RUN_ID`` reopens it, skips
+every stored case and runs only the rest, so a crash or Ctrl-C never re-buys a case.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from app.errors import ConfigError
+from app.paths import cache_dir
+
+
+def runs_dir() -> Path:
+    return cache_dir() / "runs"
+
+
+class Checkpoint:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS cases (case_id TEXT PRIMARY KEY, result TEXT NOT NULL)"
+        )
+
+    @classmethod
+    def create(cls, run_id: str, config: dict[str, Any], root: Path | None = None) -> Checkpoint:
+        path = (root or runs_dir()) / f"{run_id}.sqlite3"
+        if path.exists():
+            raise ConfigError(f"run {run_id} already has a checkpoint at {path}; use --resume")
+        cp = cls(path)
+        cp._db.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config),))
+        return cp
+
+    @classmethod
+    def open(cls, run_id: str, root: Path | None = None) -> Checkpoint:
+        path = (root or runs_dir()) / f"{run_id}.sqlite3"
+        if not path.exists():
+            known = sorted(p.stem for p in (root or runs_dir()).glob("*.sqlite3"))[-5:]
+            raise ConfigError(
+                f"no checkpoint for run {run_id!r} in {path.parent}; recent runs: {known or 'none'}"
+            )
+        return cls(path)
+
+    def config(self) -> dict[str, Any]:
+        row = self._db.execute("SELECT value FROM meta WHERE key='config'").fetchone()
+        if row is None:
+            raise ConfigError(f"{self.path}: checkpoint has no run configuration")
+        data: dict[str, Any] = json.loads(row[0])
+        return data
+
+    def done(self) -> dict[str, dict[str, Any]]:
+        rows = self._db.execute("SELECT case_id, result FROM cases").fetchall()
+        return {case_id: json.loads(result) for case_id, result in rows}
+
+    def save(self, case_id: str, result: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO cases VALUES (?, ?)",
+            (case_id, json.dumps(result, ensure_ascii=False, allow_nan=False)),
+        )
+
+    def set(self, key: str, value: Any) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def close(self) -> None:
+        self._db.close()

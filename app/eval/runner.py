@@ -1,0 +1,432 @@
+"""The evaluation runner: cases → pipeline → judges → metrics → checkpoint → report.
+
+* async over cases, ``concurrency`` at a time, through the :class:`~app.llm.engine.Engine`
+  middleware (cache, retries, limits, cost);
+* order-independent: a case's result depends only on the case (no shared mutable state
+  between cases; the report sorts cases by id);
+* every finished case is committed to the run's SQLite checkpoint
+  (:mod:`app.eval.checkpoint`) before the next one is counted, so ``resume=RUN_ID``
+  finishes the rest without a single repeated provider call;
+* ``max_cost`` stops starting new cases once the cost so far reaches it; the report is
+  then written with ``partial: true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.eval.checkpoint import Checkpoint
+from app.eval.datasets import Case, Suite, load_suite
+from app.eval.judges import JUDGE_PROMPTS, JudgeConfig, check_judge, judge_variables, run_judge
+from app.eval.metrics.base import MetricContext, Score
+from app.eval.metrics.generation import REWRITE_EQUIVALENCE, rewrite_matches
+from app.eval.metrics.registry import score_case, specs
+from app.eval.observe import PipelineFactory, observe_case
+from app.eval.report import build_report, write_report
+from app.eval.thresholds import load_thresholds
+from app.llm.spec import parse_provider
+from app.paths import repo_root, reports_dir
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "offline:extractive"
+DEFAULT_JUDGE = "offline:reference-judge"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that decides a run's results (stored in the checkpoint for --resume)."""
+
+    suite: str
+    model: str = DEFAULT_MODEL
+    judge: str | None = DEFAULT_JUDGE
+    judge_samples: int = 3
+    prompts: tuple[str, ...] = ()
+    concurrency: int = 4
+    cache: bool = True
+    refresh_cache: bool = False
+    limit: int | None = None
+    max_cost: float | None = None
+    allow_weak_judge: bool = False
+    k: int = 5
+    seed: int = 0
+    thresholds_path: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["prompts"] = list(self.prompts)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunConfig:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["prompts"] = tuple(known.get("prompts", ()))
+        return cls(**known)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    report: dict[str, Any]
+    path: Path | None
+    markdown: Path | None
+    calls: int = 0  # provider calls this process made (cache hits excluded)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.report["status"] == "pass" else 1
+
+
+@dataclass
+class _Progress:
+    total: int
+    done: int = 0
+    errors: int = 0
+    cost: float = 0.0
+    on_update: Callable[[_Progress], None] | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def update(self, result: dict[str, Any]) -> None:
+        self.done += 1
+        self.errors += 1 if result["errors"] else 0
+        self.cost += float(result.get("cost_usd", 0.0))
+        if self.on_update is not None:
+            self.on_update(self)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+def git_state() -> dict[str, Any]:
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=repo_root(),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=repo_root(),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return {"sha": None, "dirty": None}
+    return {"sha": sha, "dirty": dirty}
+
+
+def select_cases(suite: Suite, limit: int | None) -> list[Case]:
+    cases = sorted(suite.cases, key=lambda c: c.id)
+    return cases[:limit] if limit is not None else cases
+
+
+async def evaluate_case(
+    case: Case,
+    factory: PipelineFactory,
+    engine: Any,
+    config: RunConfig,
+    base_ctx: MetricContext,
+) -> dict[str, Any]:
+    """One case, end to end. Never raises for a provider failure: it is recorded."""
+    errors: list[str] = []
+    obs, extra = await observe_case(case, factory)
+    if obs is None:
+        errors.append(str(extra.get("error")))
+        reason = f"pipeline error: {extra.get('error')}"
+        metrics = {name: Score.undefined(reason, n_errors=1) for name in specs()}
+        return _result(case, metrics, None, None, {}, errors, 0.0)
+    judge_scores: dict[str, Score] = {}
+    judge_cost = 0.0
+    if config.judge:
+        jcfg = JudgeConfig(config.judge, config.judge_samples, config.allow_weak_judge)
+        meta = {"expected_refusal": "true" if case.expected_refusal else "false"}
+        context = str(extra.get("context", ""))
+        tasks: dict[str, Any] = {}
+        for metric, prompt_id in JUDGE_PROMPTS.items():
+            variables = judge_variables(
+                metric,
+                question=case.question,
+                candidate=obs.answer,
+                context=context,
+                golden_answer=case.golden_answer,
+            )
+            rendered = factory.render(prompt_id, config.judge, variables)
+            tasks[metric] = run_judge(engine, jcfg, metric, rendered, meta)
+        if case.golden_rewrite is not None:
+            produced = obs.rewrite if obs.rewrite is not None else case.question
+            if not rewrite_matches(produced, case.golden_rewrite):
+                variables = judge_variables(
+                    "correctness",
+                    question=case.question,
+                    candidate=produced,
+                    context="",
+                    golden_answer=case.golden_rewrite,
+                )
+                rendered = factory.render(JUDGE_PROMPTS["correctness"], config.judge, variables)
+                tasks[REWRITE_EQUIVALENCE] = run_judge(
+                    engine, jcfg, "correctness", rendered, {"expected_refusal": "false"}
+                )
+        done = await asyncio.gather(*tasks.values())
+        judge_scores = dict(zip(tasks, done, strict=True))
+        judge_cost = sum(float(s.detail.get("cost_usd", 0.0)) for s in done)
+        for name, score in judge_scores.items():
+            if score.n_errors:
+                errors.append(f"{name}: {score.reason}")
+    ctx = replace(base_ctx, judge_scores=judge_scores)
+    metrics = score_case(case, obs, ctx)
+    cost = (obs.cost_usd or 0.0) + judge_cost
+    return _result(case, metrics, obs.answer, obs.refused, dict(obs.trace), errors, cost)
+
+
+def _result(
+    case: Case,
+    metrics: dict[str, Score],
+    answer: str | None,
+    refused: bool | None,
+    trace: dict[str, Any],
+    errors: list[str],
+    cost: float,
+) -> dict[str, Any]:
+    red = [
+        name for name, spec in specs().items() if spec.red_line and (metrics[name].value or 0) > 0
+    ]
+    return {
+        "id": case.id,
+        "question": case.question,
+        "tags": list(case.tags),
+        "difficulty": case.difficulty,
+        "expected_refusal": case.expected_refusal,
+        "metrics": {name: s.model_dump() for name, s in metrics.items()},
+        "answer": answer,
+        "refused": refused,
+        "trace": trace,
+        "errors": errors,
+        "red_lines": red,
+        "cost_usd": round(cost, 8),
+    }
+
+
+async def run(
+    config: RunConfig,
+    *,
+    resume: str | None = None,
+    engine: Any = None,
+    out_dir: Path | None = None,
+    command: Sequence[str] = (),
+    front_end: str = "api",
+    on_progress: Callable[[_Progress], None] | None = None,
+    runs_root: Path | None = None,
+    case_order: Callable[[list[Case]], list[Case]] | None = None,
+    write: bool = True,
+    run_id: str | None = None,
+) -> RunOutcome:
+    """Run (or resume) a suite and write its report. See the module docstring."""
+    from app.llm.engine import Engine, EngineConfig
+
+    started = time.monotonic()
+    checkpoint: Checkpoint | None = None
+    if resume:
+        checkpoint = Checkpoint.open(resume, runs_root)
+        config = RunConfig.from_json(checkpoint.config())
+        run_id = resume
+    run_id = run_id or new_run_id()
+    own_engine = engine is None
+    try:
+        # everything that can be wrong with the input fails here, before any case runs
+        warnings = (
+            check_judge(config.model, config.judge, allow_weak=config.allow_weak_judge)
+            if config.judge
+            else []
+        )
+        suite = load_suite(config.suite)
+        cases = select_cases(suite, config.limit)
+        thresholds = load_thresholds(
+            config.suite, Path(config.thresholds_path) if config.thresholds_path else None
+        )
+        factory = PipelineFactory(config, None)
+        factory.preflight()
+        if engine is None:
+            engine = Engine(
+                EngineConfig(
+                    concurrency=max(config.concurrency * 4, 8),
+                    cache=config.cache,
+                    refresh_cache=config.refresh_cache,
+                )
+            )
+        if isinstance(engine, Engine):  # a missing API key fails now, not at case 1
+            for provider in (config.model, config.judge):
+                if provider:
+                    engine.provider(parse_provider(provider))
+        factory.engine = engine
+        if checkpoint is None:
+            checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root)
+        base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
+        finished = checkpoint.done()
+        todo = [c for c in cases if c.id not in finished]
+        if case_order is not None:
+            todo = case_order(todo)
+        progress = _Progress(total=len(cases), on_update=on_progress)
+        progress.done = len([c for c in cases if c.id in finished])
+        progress.cost = sum(
+            float(finished[c.id].get("cost_usd", 0.0)) for c in cases if c.id in finished
+        )
+        if on_progress is not None:
+            on_progress(progress)
+        calls_before = _calls(engine)
+        stop_reason: str | None = None
+        queue: asyncio.Queue[Case] = asyncio.Queue()
+        for case in todo:
+            queue.put_nowait(case)
+
+        async def worker() -> None:
+            nonlocal stop_reason
+            while True:
+                if config.max_cost is not None and progress.cost >= config.max_cost:
+                    stop_reason = stop_reason or (
+                        f"--max-cost {config.max_cost:g} USD reached (spent {progress.cost:.4f})"
+                    )
+                    return
+                try:
+                    case = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                result = await evaluate_case(case, factory, engine, config, base_ctx)
+                checkpoint.save(case.id, result)
+                finished[case.id] = result
+                progress.update(result)
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(max(1, config.concurrency))))
+        finally:
+            calls = _calls(engine) - calls_before
+            if own_engine:
+                await engine.aclose()
+                own_engine = False
+        results = [finished[c.id] for c in cases if c.id in finished]
+        if stop_reason is None and len(results) < len(cases):
+            stop_reason = f"{len(cases) - len(results)} case(s) not run"
+        meta = {
+            "git": git_state(),
+            "command": list(command),
+            "front_end": front_end,
+            "suite": suite.name,
+            "seed": config.seed,
+            "k": config.k,
+            "resumed_from": resume,
+            "candidate": {
+                "provider": config.model,
+                "offline": parse_provider(config.model).offline,
+            },
+            "judge": {
+                "provider": config.judge,
+                "offline": parse_provider(config.judge).offline if config.judge else None,
+                "samples": config.judge_samples if config.judge else 0,
+                "temperature": 0.0,
+                "allow_weak": config.allow_weak_judge,
+                "warnings": warnings,
+                "prompts": factory.judge_prompt_refs() if config.judge else {},
+            },
+            "prompts": factory.prompt_refs(results),
+            "datasets": [
+                {
+                    "name": suite.name,
+                    "version": suite.version,
+                    "sha256": suite.sha256,
+                    "path": _rel(suite.path),
+                    "cases": len(suite.cases),
+                }
+            ],
+            "thresholds": {
+                "path": _rel(thresholds.path),
+                "version": thresholds.version,
+                "sha256": thresholds.sha256,
+                "suite": thresholds.suite,
+            },
+            "config": config.to_json(),
+        }
+        judge_cost = sum(
+            float(s.get("detail", {}).get("cost_usd", 0.0))
+            for r in results
+            for s in r["metrics"].values()
+            if s.get("samples") is not None
+        )
+        judge_names = {n for n, spec in specs().items() if spec.kind == "judge"}
+        total_cost = sum(float(r.get("cost_usd", 0.0)) for r in results)
+        totals = {
+            "cases_planned": len(cases),
+            "cases_done": len(results),
+            "cases_with_errors": sum(1 for r in results if r["errors"]),
+            "judge_errors": sum(
+                1
+                for r in results
+                for name, s in r["metrics"].items()
+                if name in judge_names and s.get("n_errors", 0) > 0
+            ),
+            "cost_usd": round(total_cost, 8),
+            "candidate_cost_usd": round(max(total_cost - judge_cost, 0.0), 8),
+            "judge_cost_usd": round(judge_cost, 8),
+            "duration_s": round(time.monotonic() - started, 3),
+            "engine": _stats(engine),
+        }
+        report = build_report(
+            run_id=run_id,
+            created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            meta=meta,
+            metric_specs=specs(),
+            cases=results,
+            thresholds=thresholds,
+            totals=totals,
+            partial_reason=stop_reason,
+        )
+        path = md = None
+        if write:
+            path, md = write_report(report, out_dir or reports_dir())
+            checkpoint.set("report", str(path))
+        return RunOutcome(run_id, report, path, md, calls)
+    finally:
+        if own_engine and engine is not None:
+            await engine.aclose()
+        if checkpoint is not None:
+            checkpoint.close()
+
+
+def _rel(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(repo_root()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _calls(engine: Any) -> int:
+    stats = getattr(engine, "stats", None)
+    return int(getattr(stats, "calls", 0)) if stats is not None else 0
+
+
+def _stats(engine: Any) -> dict[str, Any]:
+    stats = getattr(engine, "stats", None)
+    as_dict = getattr(stats, "as_dict", None)
+    if callable(as_dict):
+        data = as_dict()
+        return dict(data) if isinstance(data, dict) else {}
+    return {}
+
+
+def run_sync(config: RunConfig, **kw: Any) -> RunOutcome:
+    """:func:`run` from synchronous code (the CLI and pytest front ends)."""
+    return asyncio.run(run(config, **kw))

@@ -1,0 +1,108 @@
+"""Thresholds: one versioned TOML file, defaults overridable per suite.
+
+Verdicts compare a metric's suite mean with ``min`` / ``max``. A red-line metric fails
+when any single case hits it, regardless of the mean. A metric with no defined values
+gets the verdict ``no_data`` (reported, not a failure: the suite has no case it applies to).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from app.errors import ConfigError
+
+DEFAULT_PATH = Path(__file__).with_name("thresholds.toml")
+Verdict = Literal["pass", "fail", "no_data"]
+
+
+@dataclass(frozen=True)
+class Threshold:
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def describe(self) -> str:
+        return f">= {self.min:g}" if self.min is not None else f"<= {self.max:g}"
+
+
+@dataclass(frozen=True)
+class ThresholdSet:
+    version: str
+    path: Path
+    sha256: str
+    suite: str
+    items: Mapping[str, Threshold]
+
+
+def load_thresholds(suite: str, path: Path | None = None) -> ThresholdSet:
+    """Defaults merged with ``[suites.<suite>]``. Raises :class:`ConfigError` on a bad file."""
+    path = path or DEFAULT_PATH
+    try:
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read thresholds ({exc})") from None
+    version = data.get("version")
+    if not isinstance(version, str):
+        raise ConfigError(f'{path}: add a top-level version = "1.0"')
+    merged: dict[str, Any] = dict(data.get("defaults", {}))
+    merged.update(data.get("suites", {}).get(suite, {}) or {})
+    items: dict[str, Threshold] = {}
+    for name, spec in merged.items():
+        if not isinstance(spec, dict) or set(spec) - {"min", "max"} or len(spec) != 1:
+            raise ConfigError(
+                f"{path}: threshold {name!r} must be {{ min = X }} or {{ max = X }}, got {spec!r}"
+            )
+        ((bound, value),) = spec.items()
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ConfigError(f"{path}: threshold {name!r} must be a number, got {value!r}")
+        items[name] = Threshold(name, **{bound: float(value)})
+    return ThresholdSet(version, path, "sha256:" + hashlib.sha256(raw).hexdigest(), suite, items)
+
+
+def verdicts(
+    thresholds: ThresholdSet,
+    summary: Mapping[str, Mapping[str, Any]],
+    red_lines: Mapping[str, int],
+) -> dict[str, dict[str, Any]]:
+    """One verdict per threshold (and per red line): value, bound, verdict, reason."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, th in thresholds.items.items():
+        dist = summary.get(name, {})
+        mean = dist.get("mean")
+        entry: dict[str, Any] = {
+            "threshold": th.describe(),
+            "min": th.min,
+            "max": th.max,
+            "value": mean,
+            "n": dist.get("n", 0),
+            "n_errors": dist.get("n_errors", 0),
+        }
+        hits = red_lines.get(name)
+        if hits:
+            entry.update(verdict="fail", reason=f"red line: {hits} case(s) hit it")
+        elif mean is None:
+            entry.update(verdict="no_data", reason="no case with a defined value")
+        elif (th.min is not None and mean < th.min) or (th.max is not None and mean > th.max):
+            entry.update(verdict="fail", reason=f"mean {mean:.4g} not {th.describe()}")
+        else:
+            entry.update(verdict="pass", reason=None)
+        out[name] = entry
+    for name, hits in red_lines.items():
+        if name not in out and hits:
+            out[name] = {
+                "threshold": "= 0 (red line)",
+                "min": None,
+                "max": 0.0,
+                "value": summary.get(name, {}).get("mean"),
+                "n": summary.get(name, {}).get("n", 0),
+                "n_errors": summary.get(name, {}).get("n_errors", 0),
+                "verdict": "fail",
+                "reason": f"red line: {hits} case(s) hit it",
+            }
+    return out
