@@ -1,1 +1,31 @@
-"""Model providers and the middleware around them (cache, retries, limits, cost)."""
+"""Model providers and the middleware around them (cache, retries, limits, cost).
+
+Public names (imported lazily, so ``import app.llm.types`` stays cheap)::
+
+    from app.llm import Engine, EngineConfig, EngineStats, ProviderSpec, parse_provider
+
+Provider strings: ``anthropic:<model>``, ``openai:<model>[@<base_url>]``,
+``offline:extractive``, ``offline:reference-judge`` (see :mod:`app.llm.spec`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["Engine", "EngineConfig", "EngineStats", "ProviderSpec", "parse_provider"]
+
+_EXPORTS = {
+    "Engine": "app.llm.engine",
+    "EngineConfig": "app.llm.engine",
+    "EngineStats": "app.llm.engine",
+    "ProviderSpec": "app.llm.spec",
+    "parse_provider": "app.llm.spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'app.llm' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

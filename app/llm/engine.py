@@ -1,0 +1,316 @@
+"""The execution engine: one ``generate`` around every provider, with the middleware once.
+
+::
+
+    engine = Engine(EngineConfig(concurrency=8))
+    completion = await engine.generate("openai:gpt-4o-mini", request, sample_index=0)
+
+Per call, in this order: parse the provider string → cache lookup (key includes the
+sample index, so ``n`` samples are ``n`` entries) → join an identical call already in
+flight → up to ``max_attempts`` attempts, each holding a global + per-endpoint slot and a
+``timeout_s`` deadline, with back-off between retries (slots released while waiting) →
+cost from ``prices.toml`` → store in the cache (successes only) → stats.
+
+A call that fails after its retries raises :class:`~app.errors.ProviderError` (counted in
+``stats.errors``); the caller records it for that case and goes on.
+
+An engine belongs to one event loop: create it inside the loop that uses it and
+``await engine.aclose()`` (or ``async with Engine(...)``) before that loop ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from app.errors import ProviderError
+from app.llm.cache import ResponseCache, cache_key
+from app.llm.limits import Limiter
+from app.llm.pricing import cost_usd
+from app.llm.providers import Provider, create_provider
+from app.llm.retry import RetryBudget, RetryPolicy
+from app.llm.spec import ProviderSpec, parse_provider
+from app.llm.types import ChatRequest, Completion
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Engine", "EngineConfig", "EngineStats"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Settings of the middleware. ``cache=False`` is ``--no-cache``; ``refresh_cache``
+    re-asks the provider and overwrites the stored entries (``--refresh-cache``)."""
+
+    concurrency: int = 8
+    per_provider_concurrency: int | None = None  # default: same as ``concurrency``
+    cache: bool = True
+    refresh_cache: bool = False
+    timeout_s: float = 60.0
+    max_attempts: int = 4
+    retry_budget: int | None = 100  # retries allowed in the whole run; None = unbounded
+    base_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+    max_retry_after_s: float = 120.0
+    rpm: float | None = None  # requests per minute, per endpoint
+    tpm: float | None = None  # tokens per minute, per endpoint
+    cache_path: Path | None = None  # default: app.paths.cache_dir() / "llm/responses.sqlite3"
+    seed: int | None = None  # jitter RNG seed (tests)
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            max_attempts=max(1, self.max_attempts),
+            base_delay_s=self.base_delay_s,
+            max_delay_s=self.max_delay_s,
+            max_retry_after_s=self.max_retry_after_s,
+        )
+
+
+@dataclass
+class EngineStats:
+    """Counters for the run so far. ``cost_usd`` is money spent by *this* run's calls
+    (cache hits cost nothing now); ``unpriced_calls`` counts calls whose model is not in
+    the price table (their cost is unknown, not zero)."""
+
+    calls: int = 0  # provider attempts made (each retry is a call)
+    completions: int = 0  # successful provider completions
+    cache_hits: int = 0
+    retries: int = 0
+    errors: int = 0  # generate() calls that raised after their retries
+    timeouts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    by_provider: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Engine:
+    """Runs provider calls with concurrency, rate limits, retries, timeouts, cache, cost."""
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self.stats = EngineStats()
+        self._policy = self.config.retry_policy()
+        self._budget = RetryBudget(self.config.retry_budget)
+        self._rng = random.Random(self.config.seed)
+        self._limiter: Limiter | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._providers: dict[str, Provider] = {}
+        self._cache = ResponseCache(self.config.cache_path) if self.config.cache else None
+        self._inflight: dict[str, asyncio.Future[Completion]] = {}
+
+    def __repr__(self) -> str:
+        return f"Engine(concurrency={self.config.concurrency}, cache={self.config.cache})"
+
+    async def __aenter__(self) -> Engine:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            await provider.aclose()
+        if self._cache is not None:
+            self._cache.close()
+
+    def prepare(self, *providers: str) -> None:
+        """Parse the provider strings, check their keys and build their clients now.
+
+        Call it before a run: a missing key fails before the first case, and SDK imports
+        happen at start-up rather than inside the first call.
+        """
+        for text in providers:
+            self.provider(parse_provider(text))
+
+    def provider(self, spec: ProviderSpec) -> Provider:
+        """The provider instance for an endpoint (created on first use)."""
+        key = f"{spec.endpoint}:{spec.model}" if spec.offline else spec.endpoint
+        provider = self._providers.get(key)
+        if provider is None:
+            provider = self._providers[key] = create_provider(spec)
+        return provider
+
+    async def generate(
+        self, provider: str, request: ChatRequest, sample_index: int = 0
+    ) -> Completion:
+        """One completion for ``request`` from ``provider`` (a provider string)."""
+        spec = parse_provider(provider)
+        self._bind_loop()
+        impl = self.provider(spec)  # ConfigError (missing key) surfaces here
+        if self._cache is None or not impl.cacheable:
+            return await self._call(spec, impl, request, sample_index)
+        key = cache_key(spec, request, sample_index)
+        if not self.config.refresh_cache:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                return hit
+        pending = self._inflight.get(key)
+        if pending is not None:  # the same call is in flight: share it, never pay twice
+            shared = await self._join(pending)
+            if shared is not None:
+                self.stats.cache_hits += 1
+                return replace(shared, cached=True, cost_usd=0.0, sample_index=sample_index)
+        future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            completion = await self._call(spec, impl, request, sample_index)
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: joiners re-raise it, nobody else needs it
+            raise
+        except BaseException:
+            future.cancel()
+            raise
+        else:
+            future.set_result(completion)
+            self._cache.put(key, completion, spec=spec, request=request)
+            return completion
+        finally:
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
+
+    @staticmethod
+    async def _join(pending: asyncio.Future[Completion]) -> Completion | None:
+        """Wait for an identical call in flight; None if its caller was cancelled."""
+        try:
+            return await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if pending.cancelled() and not (task is not None and task.cancelling()):
+                return None
+            raise
+
+    def _bind_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # first use, or a new asyncio.run(): loop-bound state anew
+            if self._loop is not None:
+                self._providers.clear()  # their HTTP pools belong to the old loop
+                self._inflight.clear()
+            self._loop = loop
+            self._limiter = None
+
+    def _get_limiter(self) -> Limiter:
+        if self._limiter is None:
+            self._limiter = Limiter(
+                self.config.concurrency,
+                self.config.per_provider_concurrency,
+                self.config.rpm,
+                self.config.tpm,
+            )
+        return self._limiter
+
+    async def _call(
+        self, spec: ProviderSpec, impl: Provider, request: ChatRequest, sample_index: int
+    ) -> Completion:
+        limiter = self._get_limiter()
+        est_tokens = _estimate_tokens(request)
+        attempt = 0
+        while True:
+            attempt += 1
+            self.stats.calls += 1
+            self.stats.by_provider[str(spec)] = self.stats.by_provider.get(str(spec), 0) + 1
+            try:
+                async with limiter.slot(spec.endpoint, est_tokens) as tpm_event:
+                    started = time.perf_counter()
+                    try:
+                        async with asyncio.timeout(self.config.timeout_s):
+                            completion = await impl.generate(
+                                request, model=spec.model, timeout_s=self.config.timeout_s
+                            )
+                    except TimeoutError:
+                        self.stats.timeouts += 1
+                        raise ProviderError(
+                            f"{spec}: no answer within {self.config.timeout_s:g}s "
+                            "(EngineConfig.timeout_s / --timeout)",
+                            provider=str(spec),
+                            retryable=True,
+                        ) from None
+                    latency = time.perf_counter() - started
+                    limiter.record_tokens(spec.endpoint, tpm_event, completion.usage.total_tokens)
+            except ProviderError as exc:
+                if not exc.provider:
+                    exc.provider = str(spec)
+                if not exc.retryable or attempt >= self._policy.max_attempts:
+                    self.stats.errors += 1
+                    log.warning(
+                        "provider call failed: %s (attempt %d, status %s, request id %s)",
+                        spec,
+                        attempt,
+                        exc.status,
+                        exc.request_id,
+                    )
+                    raise
+                if not self._budget.take():
+                    self.stats.errors += 1
+                    raise ProviderError(
+                        f"{spec}: retry budget of {self._budget.total} retries for this run "
+                        f"is exhausted; last error: {exc}",
+                        provider=str(spec),
+                        request_id=exc.request_id,
+                        status=exc.status,
+                        retryable=False,
+                    ) from exc
+                delay = self._policy.delay(attempt, exc.retry_after, self._rng)
+                self.stats.retries += 1
+                log.info(
+                    "retrying %s in %.2fs (attempt %d/%d, status %s, retry-after %s)",
+                    spec,
+                    delay,
+                    attempt + 1,
+                    self._policy.max_attempts,
+                    exc.status,
+                    exc.retry_after,
+                )
+                await asyncio.sleep(delay)
+                continue
+            return self._account(spec, completion, latency, sample_index)
+
+    def _account(
+        self, spec: ProviderSpec, completion: Completion, latency: float, sample_index: int
+    ) -> Completion:
+        usage = completion.usage
+        cost = cost_usd(spec, usage)
+        s = self.stats
+        s.completions += 1
+        s.input_tokens += usage.input_tokens
+        s.output_tokens += usage.output_tokens
+        s.cache_read_tokens += usage.cache_read_tokens
+        s.cache_write_tokens += usage.cache_write_tokens
+        if cost is None:
+            s.unpriced_calls += 1
+        else:
+            s.cost_usd += cost
+        return replace(
+            completion,
+            latency_s=round(latency, 6),
+            cost_usd=cost,
+            cached=False,
+            sample_index=sample_index,
+        )
+
+
+def _estimate_tokens(request: ChatRequest) -> int:
+    chars = len(request.system or "") + sum(len(m.content) for m in request.messages)
+    if request.prompt_text is not None:
+        chars = max(chars, len(request.prompt_text))
+    return chars // 3 + 1

@@ -1,0 +1,100 @@
+"""``anthropic:<model>`` through the official ``anthropic`` SDK (Messages API).
+
+* Key: ``ANTHROPIC_API_KEY`` (``ANTHROPIC_BASE_URL`` is honoured by the SDK).
+* The SDK's own retries are off (``max_retries=0``): :mod:`app.llm.engine` retries.
+* The system prompt is sent as one text block with ``cache_control: ephemeral`` (prompt
+  caching; ``metadata["system_cache_control"] = "none"`` sends it as a plain string); usage records ``cache_creation_input_tokens`` as ``cache_write_tokens`` and
+  ``cache_read_input_tokens`` as ``cache_read_tokens``.
+* ``llama2`` / ``text`` chat formats: ``request.prompt_text`` is sent as one user message.
+* ``response_format="json"`` has no API switch here; the judge prompts ask for JSON.
+* ``temperature`` is not sent: SDK 2.x speaks API version 2026-10-21, which removed the
+  sampling parameters (temperature, top_p, top_k) and answers 400 to any of them. The
+  request's temperature still takes part in the cache key.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from app.errors import ConfigError
+from app.llm.providers.base import (
+    Provider,
+    missing_sdk,
+    prompt_messages,
+    request_id_hook,
+    sdk_call,
+)
+from app.llm.spec import ProviderSpec
+from app.llm.types import ChatRequest, Completion, Usage
+
+ENV_KEY = "ANTHROPIC_API_KEY"
+
+
+class AnthropicProvider(Provider):
+    family = "anthropic"
+
+    def __init__(self, spec: ProviderSpec) -> None:
+        super().__init__(spec)
+        key = os.environ.get(ENV_KEY)
+        if not key:
+            raise ConfigError(f"provider {spec}: set the environment variable {ENV_KEY}")
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ConfigError(missing_sdk("anthropic", str(spec))) from exc
+        self._sdk: Any = anthropic
+        self._secret = key
+        http = anthropic.DefaultAsyncHttpxClient(
+            event_hooks={"response": [request_id_hook("request-id")]}
+        )
+        self._client = anthropic.AsyncAnthropic(api_key=key, max_retries=0, http_client=http)
+        self._create = self._client.messages.create  # its lazy imports happen now
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    @staticmethod
+    def params(request: ChatRequest, model: str) -> dict[str, Any]:
+        system, turns = prompt_messages(request)
+        params: dict[str, Any] = {
+            "model": model,
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": role, "content": content} for role, content in turns],
+        }
+        if system and request.metadata.get("system_cache_control") == "none":
+            params["system"] = system
+        elif system:
+            params["system"] = [
+                {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
+            ]
+        if request.stop:
+            params["stop_sequences"] = list(request.stop)
+        return params
+
+    async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
+        label = str(self.spec)
+        params = self.params(request, model)
+        response, request_id = await sdk_call(
+            lambda: self._create(**params, timeout=timeout_s),
+            sdk=self._sdk,
+            label=label,
+            secret=self._secret,
+        )
+        text = "".join(
+            block.text for block in response.content if getattr(block, "type", "") == "text"
+        )
+        u = response.usage
+        return Completion(
+            text=text,
+            provider="anthropic",
+            model=model,
+            finish_reason=response.stop_reason,
+            usage=Usage(
+                input_tokens=u.input_tokens or 0,
+                output_tokens=u.output_tokens or 0,
+                cache_read_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
+                cache_write_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
+            ),
+            request_id=request_id or response.id,
+        )

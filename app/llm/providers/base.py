@@ -1,0 +1,186 @@
+"""The one abstract call every provider implements, and helpers the SDK adapters share.
+
+A provider turns a :class:`~app.llm.types.ChatRequest` into a
+:class:`~app.llm.types.Completion` with one attempt and no retries, no cache and no
+concurrency control: that middleware lives once, in :mod:`app.llm.engine`. A failed
+attempt raises :class:`~app.errors.ProviderError` with ``retryable`` set only for
+429 / 5xx / timeouts / connection resets, and ``retry_after`` from the server's headers.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from typing import Any, ClassVar
+
+from app.errors import ProviderError
+from app.llm.spec import ProviderSpec
+from app.llm.types import ChatRequest, Completion
+
+RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+
+
+class Provider(ABC):
+    """One client per endpoint (family + base_url); the model comes with each call."""
+
+    family: ClassVar[str]
+    #: False for deterministic local providers: re-computing is cheaper than the cache
+    #: and a cached baseline would hide a change of its rules.
+    cacheable: ClassVar[bool] = True
+
+    def __init__(self, spec: ProviderSpec) -> None:
+        self.spec = spec
+
+    def __repr__(self) -> str:  # never shows a key: the spec holds none
+        return f"{type(self).__name__}({self.spec.endpoint!r})"
+
+    @abstractmethod
+    async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
+        """One attempt. Raise ProviderError on failure (see the module docstring)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release network resources (SDK clients)."""
+
+
+def missing_sdk(package: str, provider: str) -> str:
+    return (
+        f"provider {provider!r} needs the {package!r} package: "
+        f"run `.venv/bin/pip install {package}` (or `make setup`)"
+    )
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date)."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_tz(value)
+        if parsed is None:
+            return None
+        return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """Replace every secret in ``text`` (defence in depth for SDK error messages)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def prompt_messages(request: ChatRequest) -> tuple[str | None, list[tuple[str, str]]]:
+    """The (system, [(role, content)]) a chat API receives.
+
+    Single-string chat formats (``llama2``, ``text``) carry their rendering in
+    ``request.prompt_text``; chat APIs receive it as one user message and no system
+    parameter (the system prompt is already inside the rendered text).
+    """
+    if request.prompt_text is not None and request.chat_format in ("llama2", "text"):
+        return None, [("user", request.prompt_text)]
+    return request.system, [(m.role, m.content) for m in request.messages]
+
+
+def sdk_error(exc: BaseException, sdk: Any, provider: str, secret: str | None) -> ProviderError:
+    """Map an exception of a Stainless-generated SDK (openai, anthropic) to ProviderError.
+
+    Retryable: HTTP 408/409/429/5xx, timeouts, connection errors (resets, drops).
+    Not retryable: other statuses (400, 401, …), unparseable bodies, anything else.
+    """
+    status: int | None = None
+    request_id: str | None = None
+    retry_after: float | None = None
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is not None:
+        request_id = headers.get("request-id") or headers.get("x-request-id")
+        retry_after = parse_retry_after(headers)
+    request_id = getattr(exc, "request_id", None) or request_id
+    if isinstance(exc, sdk.APITimeoutError):
+        kind, retryable = "timed out", True
+    elif isinstance(exc, sdk.APIConnectionError):
+        kind, retryable = "connection failed", True
+    elif isinstance(exc, sdk.APIStatusError):
+        status = int(exc.status_code)
+        kind, retryable = f"HTTP {status}", status in RETRYABLE_STATUS
+    elif isinstance(exc, sdk.APIResponseValidationError | ValueError):
+        kind, retryable = "malformed response body", False
+    else:
+        kind, retryable = type(exc).__name__, False
+    detail = redact(str(exc), secret)[:500]
+    rid = f" (request id {request_id})" if request_id else ""
+    return ProviderError(
+        f"{provider}: {kind}{rid}: {detail}",
+        provider=provider,
+        request_id=request_id,
+        status=status,
+        retryable=retryable,
+        retry_after=retry_after,
+    )
+
+
+def loopback(base_url: str | None) -> bool:
+    """True for a server on this machine (which may run without an API key)."""
+    if not base_url:
+        return False
+    from urllib.parse import urlsplit
+
+    return (urlsplit(base_url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
+
+
+_LAST_REQUEST_ID: ContextVar[str | None] = ContextVar("llm_last_request_id", default=None)
+
+
+def request_id_hook(header: str) -> Callable[[Any], Awaitable[None]]:
+    """An httpx response hook that remembers the request id of the task's last response
+    (the SDKs' plain calls lose it when a 200 body does not parse)."""
+
+    async def hook(response: Any) -> None:
+        _LAST_REQUEST_ID.set(response.headers.get(header))
+
+    return hook
+
+
+async def sdk_call(
+    call: Callable[[], Awaitable[Any]],
+    *,
+    sdk: Any,
+    label: str,
+    secret: str | None,
+) -> tuple[Any, str | None]:
+    """Run one SDK call; return (parsed response, request id).
+
+    The request id comes from the response (``_request_id``, set by both SDKs) or from
+    :func:`request_id_hook`. Failures become :class:`ProviderError` raised *outside* the
+    ``except`` block, so the SDK exception (whose message may quote a server's echo of
+    the credentials) is not kept as ``__context__``.
+    """
+    _LAST_REQUEST_ID.set(None)
+    try:
+        response = await call()
+        return response, getattr(response, "_request_id", None) or _LAST_REQUEST_ID.get()
+    except sdk.APIError as exc:  # the base of every SDK error (openai and anthropic)
+        error = sdk_error(exc, sdk, label, secret)
+    except ValueError as exc:  # an unparseable body
+        request_id = _LAST_REQUEST_ID.get()
+        error = ProviderError(
+            f"{label}: malformed response body (request id {request_id}): "
+            + redact(str(exc), secret)[:300],
+            provider=label,
+            request_id=request_id,
+        )
+    error.request_id = error.request_id or _LAST_REQUEST_ID.get()
+    raise error

@@ -1,0 +1,149 @@
+"""``offline:reference-judge`` — a deterministic, network-free *baseline* judge.
+
+It answers the judge prompts with the JSON they ask for — ``{"score": 1-5,
+"reasoning": "..."}``, plus ``"hallucinations": [...]`` for faithfulness — computed from
+term overlap (the analyser of :mod:`app.llm.providers._text`: jieba for Chinese with CJK
+terms matched as substrings, lowercase words for English, stop words and ``[n]``
+citations removed).
+The metric comes from ``metadata["judge_metric"]``; the texts from ``variables``
+(``candidate``, ``context``, ``golden_answer``, ``question``). Rules:
+
+faithfulness
+    support = share of the candidate's distinct content tokens found in the context.
+    A candidate sentence with support < 0.5 is listed under ``hallucinations``.
+    A refusal (it claims nothing) scores 5; an empty answer scores 1.
+correctness
+    If the golden answer is a refusal (``metadata["expected_refusal"] == "true"`` or it
+    contains a refusal phrase, see ``_text.REFUSAL_MARKERS``): 5 when the candidate is a
+    refusal too, else 1. If only the candidate refuses: 1. Otherwise recall = share of
+    the golden answer's distinct content tokens found in the candidate; when a number in
+    the golden answer is missing from the candidate the score is capped at 3.
+relevance
+    share of the question's distinct content tokens found in the candidate; a refusal
+    scores 3 (it addresses the question without answering it).
+
+Share → score: ≥ 0.8 → 5, ≥ 0.6 → 4, ≥ 0.4 → 3, ≥ 0.2 → 2, else 1 (faithfulness and
+correctness); relevance uses ≥ 0.6 / 0.45 / 0.3 / 0.15 because answers rephrase questions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+from app.errors import ConfigError
+from app.llm.providers import _text
+from app.llm.providers.base import Provider
+from app.llm.providers.offline_extractive import offline_completion
+from app.llm.types import ChatRequest, Completion
+
+METRICS = ("faithfulness", "correctness", "relevance")
+BANDS = (0.8, 0.6, 0.4, 0.2)
+RELEVANCE_BANDS = (0.6, 0.45, 0.3, 0.15)
+HALLUCINATION_SUPPORT = 0.5
+
+
+def band(share: float, bands: tuple[float, ...] = BANDS) -> int:
+    for i, edge in enumerate(bands):
+        if share >= edge:
+            return 5 - i
+    return 1
+
+
+def share(part: str, whole: str) -> tuple[float, int]:
+    """(share of ``part``'s distinct content tokens found in ``whole``, their count)."""
+    need = set(_text.tokens(part))
+    if not need:
+        return 0.0, 0
+    have = _text.Matcher(whole)
+    return sum(1 for t in need if t in have) / len(need), len(need)
+
+
+def faithfulness(candidate: str, context: str) -> dict[str, object]:
+    if not candidate.strip():
+        return {"score": 1, "reasoning": "empty answer", "hallucinations": []}
+    if _text.is_refusal(candidate):
+        return {
+            "score": 5,
+            "reasoning": "the answer is a refusal and makes no claim beyond the context",
+            "hallucinations": [],
+        }
+    support, n = share(candidate, context)
+    unsupported = [
+        s for s in _text.sentences(candidate) if share(s, context)[0] < HALLUCINATION_SUPPORT
+    ]
+    return {
+        "score": band(support),
+        "reasoning": f"{support:.0%} of the answer's {n} content tokens appear in the context",
+        "hallucinations": unsupported,
+    }
+
+
+def correctness(candidate: str, golden: str, expected_refusal: bool) -> dict[str, object]:
+    golden_refuses = expected_refusal or _text.is_refusal(golden)
+    cand_refuses = _text.is_refusal(candidate)
+    if golden_refuses:
+        ok = cand_refuses
+        return {
+            "score": 5 if ok else 1,
+            "reasoning": "the reference is a refusal and the answer "
+            + ("refuses too" if ok else "does not refuse"),
+        }
+    if cand_refuses:
+        return {"score": 1, "reasoning": "the answer refuses but the reference answers"}
+    recall, n = share(golden, candidate)
+    score = band(recall)
+    missing = sorted(set(_text.NUMBER.findall(golden)) - set(_text.NUMBER.findall(candidate)))
+    note = ""
+    if missing and score > 3:
+        score = 3
+        note = f"; numbers of the reference missing from the answer: {', '.join(missing)}"
+    return {
+        "score": score,
+        "reasoning": f"the answer covers {recall:.0%} of the reference's {n} content tokens" + note,
+    }
+
+
+def relevance(candidate: str, question: str) -> dict[str, object]:
+    if _text.is_refusal(candidate):
+        return {"score": 3, "reasoning": "the answer is a refusal: on topic but no answer"}
+    overlap, n = share(question, candidate)
+    return {
+        "score": band(overlap, RELEVANCE_BANDS),
+        "reasoning": f"the answer addresses {overlap:.0%} of the question's {n} content tokens",
+    }
+
+
+def judge(request: ChatRequest) -> dict[str, object]:
+    metric = request.metadata.get("judge_metric", "")
+    v = request.variables
+    candidate = v.get("candidate", "")
+    if metric == "faithfulness":
+        context = v.get("context", "")
+        docs = request.metadata.get("documents")
+        if docs:
+            # documents are optional here; the context variable is the main source
+            with contextlib.suppress(json.JSONDecodeError):
+                context += "\n" + "\n".join(str(d) for d in json.loads(docs))
+        return faithfulness(candidate, context)
+    if metric == "correctness":
+        expected = request.metadata.get("expected_refusal", "").lower() == "true"
+        return correctness(candidate, v.get("golden_answer", ""), expected)
+    if metric == "relevance":
+        return relevance(candidate, v.get("question", ""))
+    raise ConfigError(
+        f"offline:reference-judge: metadata['judge_metric'] is {metric!r}; "
+        f"set it to one of {', '.join(METRICS)}"
+    )
+
+
+class ReferenceJudgeProvider(Provider):
+    """Deterministic overlap judge; see the module docstring for its rules."""
+
+    family = "offline"
+    cacheable = False
+
+    async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
+        verdict = judge(request)
+        text = json.dumps(verdict, ensure_ascii=False)
+        return offline_completion(request, text, model)

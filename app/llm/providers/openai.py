@@ -1,0 +1,115 @@
+"""``openai:<model>`` and ``openai:<model>@<base_url>`` through the official ``openai`` SDK.
+
+* Key: ``OPENAI_API_KEY``. A server on 127.0.0.1 / localhost may run without one: the SDK
+  then sends the placeholder ``sk-no-key-required``, which such servers ignore.
+* The SDK's own retries are off (``max_retries=0``): :mod:`app.llm.engine` retries.
+* ``Usage.input_tokens`` = ``prompt_tokens − cached_tokens``; ``cache_read_tokens`` =
+  ``prompt_tokens_details.cached_tokens`` (OpenAI caches automatically, no write fee).
+* Official API: ``max_completion_tokens``; a custom ``base_url`` (vLLM, llama.cpp server,
+  LiteLLM) gets the widely supported ``max_tokens``.
+* ``llama2`` / ``text`` chat formats: ``request.prompt_text`` is sent as one user message.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from app.errors import ConfigError, ProviderError
+from app.llm.providers.base import (
+    Provider,
+    loopback,
+    missing_sdk,
+    prompt_messages,
+    request_id_hook,
+    sdk_call,
+)
+from app.llm.spec import ProviderSpec
+from app.llm.types import ChatRequest, Completion, Usage
+
+ENV_KEY = "OPENAI_API_KEY"
+NO_KEY_PLACEHOLDER = "sk-no-key-required"
+
+
+class OpenAIProvider(Provider):
+    family = "openai"
+
+    def __init__(self, spec: ProviderSpec) -> None:
+        super().__init__(spec)
+        key = os.environ.get(ENV_KEY)
+        if not key:
+            if not loopback(spec.base_url):
+                raise ConfigError(
+                    f"provider {spec}: set the environment variable {ENV_KEY} "
+                    "(only servers on 127.0.0.1/localhost may run without a key)"
+                )
+            key = NO_KEY_PLACEHOLDER
+        try:
+            import openai
+        except ImportError as exc:
+            raise ConfigError(missing_sdk("openai", str(spec))) from exc
+        self._sdk: Any = openai
+        self._secret = key
+        http = openai.DefaultAsyncHttpxClient(
+            event_hooks={"response": [request_id_hook("x-request-id")]}
+        )
+        self._client = openai.AsyncOpenAI(
+            api_key=key, base_url=spec.base_url, max_retries=0, http_client=http
+        )
+        self._create = self._client.chat.completions.create  # its lazy imports happen now
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def _params(self, request: ChatRequest, model: str) -> dict[str, Any]:
+        system, turns = prompt_messages(request)
+        messages: list[dict[str, str]] = []
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.extend({"role": role, "content": content} for role, content in turns)
+        params: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "temperature": request.temperature,
+        }
+        tokens_key = "max_tokens" if self.spec.base_url else "max_completion_tokens"
+        params[tokens_key] = request.max_tokens
+        if request.stop:
+            params["stop"] = list(request.stop)
+        if request.response_format == "json":
+            params["response_format"] = {"type": "json_object"}
+        return params
+
+    async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
+        label = str(self.spec)
+        params = self._params(request, model)
+        response, request_id = await sdk_call(
+            lambda: self._create(**params, timeout=timeout_s),
+            sdk=self._sdk,
+            label=label,
+            secret=self._secret,
+        )
+        if not response.choices:
+            raise ProviderError(
+                f"{label}: the response has no choices (request id {request_id})",
+                provider=label,
+                request_id=request_id,
+            )
+        choice = response.choices[0]
+        usage = response.usage
+        cached = 0
+        if usage is not None and usage.prompt_tokens_details is not None:
+            cached = usage.prompt_tokens_details.cached_tokens or 0
+        prompt_tokens = usage.prompt_tokens if usage is not None else 0
+        return Completion(
+            text=choice.message.content or "",
+            provider="openai",
+            model=model,
+            finish_reason=choice.finish_reason,
+            usage=Usage(
+                input_tokens=max(0, prompt_tokens - cached),
+                output_tokens=usage.completion_tokens if usage is not None else 0,
+                cache_read_tokens=cached,
+            ),
+            request_id=request_id or response.id,
+        )

@@ -1,0 +1,1 @@
+"""Test support shared across the suite: the fake LLM server and pytest fixtures."""

@@ -1,0 +1,388 @@
+"""A real HTTP server on 127.0.0.1 speaking the OpenAI and Anthropic wire formats.
+
+    POST /v1/chat/completions     OpenAI chat completions (openai_base_url = <url>/v1)
+    POST /v1/messages             Anthropic messages      (anthropic_base_url = <url>)
+    GET  /_stats                  {"requests", "peak_in_flight", "in_flight"} as JSON
+    POST /_reset                  zero the counters
+
+Answers are scripted (:meth:`FakeLLMServer.script`, consumed first-in first-out by any
+request) or come from ``responder(body) -> str`` (default: ``"echo: <last user text>"``).
+Faults: 429 with ``Retry-After``, any status, a hang past the client's timeout, a
+malformed JSON body and a dropped connection. Every response carries a request id
+(``x-request-id`` and ``request-id``: ``req_<n>``). ``latency_s`` delays every answer.
+
+Used in-process by the fixtures (a thread) and out-of-process by the benchmark::
+
+    python tests/support/fake_llm_server.py --latency 0.2    # prints "READY <port>"
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Action:
+    """One scripted response: ``reply`` / ``status`` / ``hang`` / ``malformed`` / ``drop``."""
+
+    kind: str = "reply"
+    text: str | None = None
+    status: int = 200
+    retry_after: float | None = None
+    seconds: float = 30.0  # for hang
+    echo_auth: bool = False  # error body quotes the credentials received (as some APIs do)
+
+
+def reply(text: str) -> Action:
+    return Action("reply", text=text)
+
+
+def status(code: int, retry_after: float | None = None, *, echo_auth: bool = False) -> Action:
+    return Action("status", status=code, retry_after=retry_after, echo_auth=echo_auth)
+
+
+def rate_limited(retry_after: float = 1.0) -> Action:
+    return status(429, retry_after)
+
+
+def server_error(code: int = 500) -> Action:
+    return status(code)
+
+
+def hang(seconds: float = 30.0) -> Action:
+    return Action("hang", seconds=seconds)
+
+
+def malformed() -> Action:
+    return Action("malformed")
+
+
+def drop() -> Action:
+    return Action("drop")
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: Any
+    at: float = field(default_factory=time.monotonic)
+
+
+def _last_user_text(body: Any) -> str:
+    for message in reversed(body.get("messages", []) if isinstance(body, dict) else []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return " ".join(str(part.get("text", "")) for part in content)
+            return str(content)
+    return ""
+
+
+def default_responder(body: Any) -> str:
+    return "echo: " + _last_user_text(body)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 512
+
+
+class FakeLLMServer:
+    """Start with ``with FakeLLMServer(latency_s=0.2) as server:`` or ``.start()``."""
+
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        responder: Callable[[Any], str] = default_responder,
+        port: int = 0,
+    ) -> None:
+        self.latency_s = latency_s
+        self.responder = responder
+        self._port = port
+        self._script: collections.deque[Action] = collections.deque()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._seen_systems: set[str] = set()
+        self.requests = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.received: list[Received] = []
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> FakeLLMServer:
+        self._httpd = _HTTPServer(("127.0.0.1", self._port), self._handler_class())
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    # -- scripting and counters ------------------------------------------------------
+    def script(self, *actions: Action | str) -> None:
+        """Queue responses (a str is a reply); unscripted requests use the responder."""
+        with self._lock:
+            self._script.extend(reply(a) if isinstance(a, str) else a for a in actions)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests = 0
+            self.peak_in_flight = self.in_flight
+            self.received.clear()
+            self._script.clear()
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "peak_in_flight": self.peak_in_flight,
+                "in_flight": self.in_flight,
+            }
+
+    def _next_action(self) -> Action | None:
+        with self._lock:
+            return self._script.popleft() if self._script else None
+
+    def _enter(self, received: Received) -> int:
+        with self._lock:
+            self.requests += 1
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            self.received.append(received)
+            return self.requests
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _cache_tokens(self, system: Any) -> tuple[int, int]:
+        """(cache_write, cache_read) for an Anthropic system block with cache_control."""
+        if not isinstance(system, list):
+            return 0, 0
+        cached = [b.get("text", "") for b in system if b.get("cache_control")]
+        if not cached:
+            return 0, 0
+        key = "\n".join(cached)
+        size = max(1, len(key.split()))
+        with self._lock:
+            if key in self._seen_systems:
+                return 0, size
+            self._seen_systems.add(key)
+            return size, 0
+
+    # -- HTTP ------------------------------------------------------------------------
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else Nagle + delayed ACK add ~40 ms per answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send(self, code: int, payload: bytes, headers: dict[str, str]) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self._headers_buffer.append(b"\r\n" + payload)  # one write: head + body
+                self.flush_headers()
+
+            def do_GET(self) -> None:
+                if self.path == "/_stats":
+                    self._send(200, json.dumps(server.stats()).encode(), {})
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}', {})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if self.path == "/_reset":
+                    server.reset()
+                    self._send(200, b"{}", {})
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = None
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                n = server._enter(Received(self.path, headers, body))
+                try:
+                    self._serve(n, body)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
+                finally:
+                    server._leave()
+
+            def _serve(self, n: int, body: Any) -> None:
+                fmt = "anthropic" if self.path.rstrip("/").endswith("/messages") else "openai"
+                if self.path.rstrip("/") not in ("/v1/messages", "/v1/chat/completions"):
+                    self._send(404, b'{"error": {"message": "unknown path"}}', {})
+                    return
+                rid = f"req_{n}"
+                ids = {"x-request-id": rid, "request-id": rid}
+                action = server._next_action() or Action("reply")
+                if server.latency_s:
+                    server._stop.wait(server.latency_s)
+                if action.kind == "hang":
+                    server._stop.wait(action.seconds)
+                if action.kind == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if action.kind == "malformed":
+                    self._send(200, b'{"id": "broken", "choices": [', ids)
+                    return
+                if action.kind == "status":
+                    extra = dict(ids)
+                    if action.retry_after is not None:
+                        extra["retry-after"] = f"{action.retry_after:g}"
+                    echo = ""
+                    if action.echo_auth:
+                        echo = " credentials: " + " ".join(
+                            self.headers.get(h, "") for h in ("authorization", "x-api-key")
+                        )
+                    self._send(action.status, _error_body(fmt, action.status, echo), extra)
+                    return
+                if not isinstance(body, dict):
+                    self._send(400, _error_body(fmt, 400), ids)
+                    return
+                text = action.text if action.text is not None else server.responder(body)
+                payload = (
+                    _anthropic_body(server, body, text, rid)
+                    if fmt == "anthropic"
+                    else _openai_body(body, text, rid)
+                )
+                self._send(200, json.dumps(payload).encode(), ids)
+
+        return Handler
+
+
+def _count(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+def _error_body(fmt: str, code: int, echo: str = "") -> bytes:
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        429: "rate_limit_error",
+    }.get(code, "api_error")
+    message = f"fake server: injected HTTP {code}{echo}"
+    if fmt == "anthropic":
+        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+    return json.dumps({"error": {"message": message, "type": kind, "code": None}}).encode()
+
+
+def _openai_body(body: dict[str, Any], text: str, rid: str) -> dict[str, Any]:
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    p, c = _count(prompt), _count(text)
+    return {
+        "id": f"chatcmpl-{rid}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": p,
+            "completion_tokens": c,
+            "total_tokens": p + c,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        },
+    }
+
+
+def _anthropic_body(
+    server: FakeLLMServer, body: dict[str, Any], text: str, rid: str
+) -> dict[str, Any]:
+    write, read = server._cache_tokens(body.get("system"))
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    return {
+        "id": f"msg_{rid}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": _count(prompt),
+            "output_tokens": _count(text),
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
+    args = parser.parse_args(argv)
+    server = FakeLLMServer(latency_s=args.latency, port=args.port).start()
+    print(f"READY {server.port}", flush=True)
+    try:
+        sys.stdin.read()  # runs until stdin closes (the parent exits or closes the pipe)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
