@@ -117,7 +117,7 @@ def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -
     help="Judge provider string ('none' for no judge).",
 )
 @click.option("--judge-samples", default=3, show_default=True, type=click.IntRange(1, 20))
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 256))
 @click.option(
     "--resume", "resume", default=None, metavar="RUN_ID", help="Finish an interrupted run."
 )
@@ -156,6 +156,12 @@ def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap CIs.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--langfuse",
+    "langfuse",
+    is_flag=True,
+    help="Upload the run to Langfuse as a dataset run (LANGFUSE_PUBLIC_KEY/SECRET_KEY/HOST).",
+)
 @click.pass_context
 def run_cmd(
     ctx: click.Context,
@@ -175,6 +181,7 @@ def run_cmd(
     k: int,
     seed: int,
     quiet: bool,
+    langfuse: bool,
 ) -> None:
     """Run a suite through the pipeline, score it, write reports/eval_<UTC>.json (+ .md)."""
     from rich.console import Console
@@ -189,6 +196,10 @@ def run_cmd(
 
     from app.eval.runner import RunConfig, new_run_id, run_sync
 
+    if langfuse:  # fail in a second, not after the suite
+        from app.eval.langfuse_export import require_env
+
+        require_env()
     config = RunConfig(
         suite=suite,
         model=model,
@@ -245,6 +256,15 @@ def run_cmd(
         )
         ctx.exit(130)
     _print_summary(outcome.report, outcome.path, outcome.markdown)
+    if langfuse:
+        from app.eval.langfuse_export import export_run
+
+        exported = export_run(outcome.report)
+        err.print(
+            f"langfuse: {exported.items} items, {exported.traces} traces, {exported.scores} scores"
+            f" → run {exported.run_name} of dataset {exported.dataset}"
+            + (f" {exported.url}" if exported.url else "")
+        )
     ctx.exit(outcome.exit_code)
 
 
