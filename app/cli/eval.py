@@ -157,6 +157,14 @@ def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap CIs.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option(
+    "--gate",
+    type=click.Choice(["thresholds", "red-lines"]),
+    default="thresholds",
+    show_default=True,
+    help="What sets exit 1: every threshold, or only red-line metrics (e.g. acl_leak) — the "
+    "gate for offline-baseline runs, whose quality numbers are not a model's.",
+)
+@click.option(
     "--langfuse",
     "langfuse",
     is_flag=True,
@@ -181,6 +189,7 @@ def run_cmd(
     k: int,
     seed: int,
     quiet: bool,
+    gate: str,
     langfuse: bool,
 ) -> None:
     """Run a suite through the pipeline, score it, write reports/eval_<UTC>.json (+ .md)."""
@@ -265,7 +274,22 @@ def run_cmd(
             f" → run {exported.run_name} of dataset {exported.dataset}"
             + (f" {exported.url}" if exported.url else "")
         )
-    ctx.exit(outcome.exit_code)
+    ctx.exit(gate_exit_code(outcome.report) if gate == "red-lines" else outcome.exit_code)
+
+
+def gate_exit_code(report: dict[str, Any]) -> int:
+    """Exit code of the red-lines gate: 1 when a red-line metric fails or the run is partial."""
+    if report.get("partial"):
+        return 1
+    specs = report.get("metrics") or {}
+    failed = [
+        name
+        for name, verdict in (report.get("verdicts") or {}).items()
+        if specs.get(name, {}).get("red_line") and verdict.get("verdict") == "fail"
+    ]
+    status = f"red lines failed: {', '.join(failed)}" if failed else "red lines: pass"
+    click.echo(f"gate red-lines — {status} (quality thresholds reported, not gating)", err=True)
+    return 1 if failed else 0
 
 
 @cli.command("baseline")
