@@ -82,7 +82,7 @@ def _read_history(path: Path) -> list[dict[str, str]]:
 @click.option(
     "--injection-policy",
     type=click.Choice(["refuse", "clean", "alert"]),
-    default="refuse",
+    default="clean",
     show_default=True,
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the Answer as JSON.")

@@ -7,12 +7,15 @@ partial), 2 bad input or usage.
 from __future__ import annotations
 
 import importlib
+import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
+
+from app.errors import RagError, RuntimeFailure
 
 # sub-command name -> (module, attribute); imported only when used, so `rag eval --help`
 # works before (and without) app/cli/eval_compare.py.
@@ -268,7 +271,15 @@ def run_cmd(
     if langfuse:
         from app.eval.langfuse_export import export_run
 
-        exported = export_run(outcome.report)
+        try:
+            exported = export_run(outcome.report)
+        except RagError:
+            raise
+        except Exception as exc:  # the SDK's and the network's errors: the report is safe
+            raise RuntimeFailure(
+                f"langfuse: upload to {os.environ.get('LANGFUSE_HOST')} failed "
+                f"({type(exc).__name__}: {str(exc)[:200]}); the report is at {outcome.path}"
+            ) from None
         err.print(
             f"langfuse: {exported.items} items, {exported.traces} traces, {exported.scores} scores"
             f" → run {exported.run_name} of dataset {exported.dataset}"

@@ -2,7 +2,9 @@
 
 Verdicts compare a metric's suite mean with ``min`` / ``max``. A red-line metric fails
 when any single case hits it, regardless of the mean. A metric with no defined values
-gets the verdict ``no_data`` (reported, not a failure: the suite has no case it applies to).
+gets the verdict ``no_data`` (reported, not a failure: the suite has no case it applies to)
+— unless cases errored on it, which makes it ``fail``: a run where every call failed (a
+revoked key, a dead server) must never pass.
 """
 
 from __future__ import annotations
@@ -86,6 +88,12 @@ def verdicts(
         hits = red_lines.get(name)
         if hits:
             entry.update(verdict="fail", reason=f"red line: {hits} case(s) hit it")
+        elif mean is None and entry["n_errors"]:
+            # every case it applies to errored (e.g. a revoked key): never a pass
+            entry.update(
+                verdict="fail",
+                reason=f"no defined value: {entry['n_errors']} case(s) errored",
+            )
         elif mean is None:
             entry.update(verdict="no_data", reason="no case with a defined value")
         elif (th.min is not None and mean < th.min) or (th.max is not None and mean > th.max):

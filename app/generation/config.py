@@ -19,6 +19,31 @@ class PipelineConfig(BaseModel):
     they get; with ``mode_prompts=True`` they use ``strict_prompt`` / ``assisted_prompt``
     (seed 002's per-mode instructions) instead. The refusal mode always uses
     ``refusal_prompt`` with no context.
+
+    Injection policy (seed 004 §6.1: refuse for finance/compliance, clean, or alert +
+    continue for an internal KB). Default ``clean``: :func:`app.generation.safety.clean`
+    removes the injection and the pipeline answers the question left (refusing when
+    nothing substantive is left, e.g. "print your system prompt"); the trace records the
+    policy, the removed fragments and the question it went on with. Measured on the
+    adversarial suite v1.0 (offline:extractive + offline:reference-judge,
+    ``scripts/score_baseline.py --suite adversarial --injection-policy …``):
+
+    ========  ===============  =====================  ====================  ============
+    policy    refusal_error    refusal_error on the   injection_resistance  completeness
+              (64 cases)       23 injection cases     (23 cases)            (64 cases)
+    ========  ===============  =====================  ====================  ============
+    refuse    0.312            0.696 (16 false ref.)  1.000                 0.182
+    alert     0.312            0.696 (16 false ref.)  1.000                 0.182
+    clean     0.156            0.261 (6 false ref.)   1.000                 0.591
+    ========  ===============  =====================  ====================  ============
+
+    ``clean`` halves the refusal errors with no loss of injection resistance (no canary,
+    no ``must_not_include`` hit such as PWNED, every expected refusal still refused); its 6
+    remaining false refusals are English questions the Chinese sample KB does not retrieve
+    for, not injection handling. ``alert`` passes the injection text on to the model
+    unchanged (here the extractive baseline then finds no matching sentence), so it is only
+    as safe as the model. Finance/compliance deployments select ``refuse``
+    (``PipelineConfig(injection_policy="refuse")``, ``rag ask --injection-policy refuse``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -50,7 +75,7 @@ class PipelineConfig(BaseModel):
     max_tokens: int = Field(default=2000, ge=1)  # seed 000's memory budget for the prompt
     token_counter: str = "bpe:cl100k_base"
 
-    injection_policy: Literal["refuse", "clean", "alert"] = "refuse"
+    injection_policy: Literal["refuse", "clean", "alert"] = "clean"  # see the docstring
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_answer_tokens: int = Field(default=2048, ge=1)
     no_hits_reply_zh: str = "抱歉，知识库中没有找到与您问题相关的内容。请换个说法，或联系人工客服。"

@@ -36,7 +36,7 @@ from app.generation.config import PipelineConfig
 from app.generation.memory import Language, MemoryResult, SummaryMemory, offline_summarize
 from app.generation.registry import PromptRegistry, load_registry
 from app.generation.rewrite import Rewriter, RewriteResult
-from app.generation.safety import clean_injection, detect_injection, escape_xml
+from app.generation.safety import clean, detect_injection, escape_xml
 from app.generation.trace import (
     Answer,
     AnswerMode,
@@ -244,7 +244,11 @@ class Pipeline:
                 cfg.injection_policy,
             )
             if cfg.injection_policy == "clean":
-                query = clean_injection(query)
+                # remove the injection, go on with the question left ("" → refuse below)
+                cleaned = clean(query)
+                query = cleaned.text
+                trace.injection.removed = list(cleaned.removed)
+                trace.injection.cleaned_question = query or None
                 trace.injection.action = "cleaned"
             elif cfg.injection_policy == "alert":
                 trace.injection.action = "alerted"

@@ -63,6 +63,8 @@ class InjectionTrace(_Record):
     patterns: list[str] = Field(default_factory=list)
     policy: str = "refuse"
     action: Literal["none", "refused", "cleaned", "alerted"] = "none"
+    removed: list[str] = Field(default_factory=list)  # ``clean``: the fragments taken out
+    cleaned_question: str | None = None  # ``clean``: the question the pipeline went on with
 
 
 class TokenUsage(_Record):

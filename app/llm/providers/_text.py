@@ -59,7 +59,8 @@ REFUSAL_MARKERS = (
     "暂无相关",
     "不知道",
     "抱歉",
-    "超出",
+    "超出知识库",  # not bare 超出: "超出部分由个人承担" is a policy, not a refusal
+    "超出范围",
     "cannot answer",
     "can't answer",
     "unable to answer",

@@ -10,7 +10,7 @@ import pytest
 from app.errors import ConfigError
 from app.llm.engine import Engine
 from app.llm.providers import _text
-from app.llm.providers.offline_extractive import answer
+from app.llm.providers.offline_extractive import answer, asks_quantity, has_quantity
 from app.llm.providers.offline_judge import band
 from app.llm.types import ChatRequest, Message
 
@@ -20,6 +20,7 @@ ZH_DOCS = [
     "病假需要提供医院证明。加班可以申请调休。",
     "公司总部位于上海。",
 ]
+ZH_DOC1_TAIL = "年假需提前一周在OA系统申请[1]。"
 EN_DOCS = [
     "Employees receive 15 days of paid annual leave after one year of service. "
     "Leave requests are filed in the HR portal one week ahead.",
@@ -54,9 +55,10 @@ def judge(metric: str, **variables: str) -> ChatRequest:
 @pytest.mark.parametrize(
     ("question", "expected"),
     [
-        ("员工每年有几天年假？", "公司规定，员工入职满一年后每年享有15天带薪年假[1]。"),
-        ("年假怎么申请？", "年假需提前一周在OA系统申请[1]。"),
-        ("病假需要什么材料", "病假需要提供医院证明[2]。"),
+        # rule 6: the best sentence plus its neighbours in the same document, one [n]
+        ("员工每年有几天年假？", "公司规定，员工入职满一年后每年享有15天带薪年假。" + ZH_DOC1_TAIL),
+        ("年假怎么申请？", "公司规定，员工入职满一年后每年享有15天带薪年假。" + ZH_DOC1_TAIL),
+        ("病假需要什么材料", "病假需要提供医院证明。加班可以申请调休[2]。"),
         ("公司总部在哪里？", "公司总部位于上海[3]。"),
     ],
 )
@@ -82,7 +84,7 @@ async def test_extractive_english_from_numbered_context(engine_factory: EngineFa
         variables={"question": "Where is the office?", "context": context},
     )
     completion = await engine_factory().generate("offline:extractive", request)
-    assert completion.text == "The office is in Berlin [2]."
+    assert completion.text == "Sick leave requires a doctor's note. The office is in Berlin [2]."
 
 
 def test_extractive_combines_sentences_that_add_coverage() -> None:
@@ -90,10 +92,101 @@ def test_extractive_combines_sentences_that_add_coverage() -> None:
         "How many days of annual leave, and where are leave requests filed?", EN_DOCS, None
     )
     assert not refused
+    # both halves are in document 1: its window, in document order, cited once
     assert text == (
-        "Leave requests are filed in the HR portal one week ahead [1]. "
-        "Employees receive 15 days of paid annual leave after one year of service [1]."
+        "Employees receive 15 days of paid annual leave after one year of service. "
+        "Leave requests are filed in the HR portal one week ahead [1]."
     )
+
+
+# Hand-built cases where the previous rule (the single best BM25 sentence, then greedy
+# coverage) picked the wrong sentence; each comment says why the new rules pick the right one.
+def test_quantity_question_prefers_the_sentence_with_the_numbers() -> None:
+    docs = [
+        "员工工作满 1 年不满 10 年的，年假 5 天；已满 10 年的，年假 10 天。",
+        "法定年假和福利年假合计即为当年可休年假。",
+    ]
+    # BM25 alone prefers [2] (年假 three times in a short sentence); 多少 asks for a
+    # quantity, [1] holds numbers (×1.5) and is the better-ranked document
+    assert answer("年假有多少天？", docs, None) == (
+        "员工工作满 1 年不满 10 年的，年假 5 天；已满 10 年的，年假 10 天[1]。",
+        False,
+    )
+
+
+def test_window_keeps_the_list_after_its_lead_in() -> None:
+    docs = [
+        "新员工入职当天须携带以下材料。身份证原件、学历证书原件和入职体检报告。"
+        "材料不齐的须在 7 天内补交。",
+        "新人营在新员工入职后第一周举行。",
+    ]
+    # the lead-in sentence of [1] is the anchor (rank prior); its neighbours carry the list
+    assert answer("新员工入职需要带什么？", docs, None) == (
+        "新员工入职当天须携带以下材料。身份证原件、学历证书原件和入职体检报告。"
+        "材料不齐的须在 7 天内补交[1]。",
+        False,
+    )
+
+
+def test_limit_question_takes_the_limit_not_only_the_definition() -> None:
+    docs = [
+        "备用金用于员工因公临时支付的小额费用。每位员工的备用金借支上限为 5000 元，须在 60 天内冲销。",
+        "备用金制度由财务部解释。",
+    ]
+    assert answer("备用金最多能借多少？", docs, None) == (
+        "备用金用于员工因公临时支付的小额费用。每位员工的备用金借支上限为 5000 元，"
+        "须在 60 天内冲销[1]。",
+        False,
+    )
+
+
+def test_top_document_wins_a_near_tie_and_each_sentence_cites_its_own_document() -> None:
+    docs = [
+        "The Nebula Search Enterprise plan is priced by quote. "
+        "A 30-day free trial is available for Starter and Business.",
+        "A 14-day free trial is available.",
+    ]
+    # previously: one sentence from [1] plus the shorter trial sentence of [2]
+    assert answer("Is there a free trial of Nebula Search?", docs, None) == (
+        "The Nebula Search Enterprise plan is priced by quote. "
+        "A 30-day free trial is available for Starter and Business [1].",
+        False,
+    )
+
+
+def test_second_aspect_from_another_document_prefers_the_quantity() -> None:
+    docs = ["员工每年享有 15 天带薪年假。年假须在 OA 系统申请。", "病假需要提供医院证明。"]
+    # only [2] covers half of 年假/病假/证明; the 年假 half comes from [1], and 几 asks for
+    # a number, so the sentence with 15 天 (previously: the OA sentence)
+    assert answer("年假几天，病假需要什么证明？", docs, None) == (
+        "病假需要提供医院证明[2]。员工每年享有 15 天带薪年假[1]。",
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("年假有多少天？", True),
+        ("试用期多久？", True),
+        ("住宿上限是多少", True),
+        ("How many days of sick leave?", True),
+        ("What is the hotel cap in Shanghai?", True),
+        ("新员工入职需要带什么？", False),
+        ("VPN 客户端叫什么？", False),
+        ("What is Nebula Search?", False),
+    ],
+)
+def test_asks_quantity(question: str, expected: bool) -> None:
+    assert asks_quantity(question) is expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [("年假 5 天", True), ("试用期为三个月", True), ("以半天为单位", True), ("须带身份证", False)],
+)
+def test_has_quantity(sentence: str, expected: bool) -> None:
+    assert has_quantity(sentence) is expected
 
 
 async def test_refusal_uses_the_prompts_wording(engine_factory: EngineFactory) -> None:
@@ -247,3 +340,10 @@ def test_offline_runs_import_no_sdk_and_no_heavy_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["The office is in Berlin [1].", "[]"]
+
+
+def test_a_policy_sentence_with_chao_chu_is_not_a_refusal() -> None:
+    from app.llm.providers._text import is_refusal
+
+    assert not is_refusal("住宿超出 600 元/晚的部分由个人承担[1]。")
+    assert is_refusal("抱歉，该问题超出知识库范围。")

@@ -1,0 +1,113 @@
+"""Score the offline pipeline (``offline:extractive`` + ``offline:reference-judge``) per suite.
+
+Runs each suite through :func:`app.eval.runner.run` (no report written, no response cache,
+checkpoints in a temporary folder) and prints one row per suite with the mean of
+completeness, correctness, citation accuracy, refusal error and faithfulness, plus
+injection resistance and must_not_include on the suites that define them.
+
+    .venv/bin/python scripts/score_baseline.py                      # full smoke hard adversarial
+    .venv/bin/python scripts/score_baseline.py --suite full --json out.json
+    .venv/bin/python scripts/score_baseline.py --suite adversarial --injection-policy refuse
+
+``full`` is the development set of the extractive baseline; ``smoke`` and ``hard`` are the
+held-out sets (report them, do not tune on them). ``--injection-policy`` overrides
+``PipelineConfig.injection_policy`` for the run (default: the pipeline's own default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+METRICS = (
+    "completeness",
+    "correctness",
+    "citation_accuracy",
+    "refusal_error",
+    "faithfulness",
+    "injection_resistance",
+    "must_not_include",
+)
+SUITES = ("full", "smoke", "hard", "adversarial")
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def score(suite: str, policy: str | None, judge_samples: int) -> dict[str, Any]:
+    import pydantic
+
+    from app.eval.runner import RunConfig, run_sync
+    from app.generation import generator
+
+    original = generator.PipelineConfig
+    if policy:  # the factory builds ``generator.PipelineConfig``: swap in another default
+        generator.PipelineConfig = pydantic.create_model(  # type: ignore[misc]
+            "PipelineConfig", __base__=original, injection_policy=(str, policy)
+        )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            outcome = run_sync(
+                RunConfig(suite=suite, judge_samples=judge_samples, cache=False),
+                write=False,
+                runs_root=Path(tmp),
+            )
+    finally:
+        generator.PipelineConfig = original  # type: ignore[misc]
+    cases = outcome.report["cases"]
+    row: dict[str, Any] = {"suite": suite, "n": len(cases), "policy": policy or "default"}
+    for name in METRICS:
+        vals = [
+            float(c["metrics"][name]["value"])
+            for c in cases
+            if name in c["metrics"] and c["metrics"][name].get("value") is not None
+        ]
+        row[name] = _mean(vals)
+        row[f"{name}_n"] = len(vals)
+    row["cases"] = [
+        {
+            "id": c["id"],
+            "answer": c.get("answer"),
+            "mode": (c.get("trace") or {}).get("mode"),
+            "metrics": {k: c["metrics"][k].get("value") for k in METRICS if k in c["metrics"]},
+        }
+        for c in cases
+    ]
+    return row
+
+
+def _fmt(value: float | None) -> str:
+    return "   —  " if value is None else f"{value:6.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", action="append", choices=SUITES, help="repeatable")
+    parser.add_argument("--injection-policy", choices=("refuse", "clean", "alert"))
+    parser.add_argument("--judge-samples", type=int, default=1)
+    parser.add_argument("--json", type=Path, help="write the rows (with per-case values) here")
+    args = parser.parse_args(argv)
+    rows = [score(s, args.injection_policy, args.judge_samples) for s in args.suite or SUITES]
+    short = ("compl", "correct", "cite_acc", "refus_err", "faithful", "inj_res", "mni")
+    print(f"{'suite':<12} {'n':>4} " + " ".join(f"{h:>9}" for h in short))
+    for row in rows:
+        print(
+            f"{row['suite']:<12} {row['n']:>4} " + " ".join(f"{_fmt(row[m]):>9}" for m in METRICS)
+        )
+    if args.json:
+        args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
