@@ -311,7 +311,8 @@ class Pipeline:
             temperature=cfg.temperature,
             max_tokens=cfg.max_answer_tokens,
             purpose="generation",
-            metadata={"documents": asm.documents_json()},
+            # the plain question (not XML-escaped or tag-wrapped) for offline baselines
+            metadata={"documents": asm.documents_json(), "question": rw.rewritten},
         )
         completion = await self.engine.generate(cfg.model, request, sample_index=sample_index)
         run.account(completion)

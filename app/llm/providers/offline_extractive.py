@@ -54,6 +54,7 @@ starts with ``baseline-extractive-`` so no report can mistake it for a model.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import re
@@ -85,6 +86,7 @@ _QUANTITY = re.compile(
     r"\d|[一二两三四五六七八九十百千万半]+\s*(?:个|天|日|周|月|年|元|万|次|小时|分钟|倍|人|成|岁|工作日)"
 )
 _MARKER = re.compile(r"^\s*\[(\d+)\]\s*", re.MULTILINE)
+_TAG = re.compile(r"[<‹]/?[^<>‹\s]{1,20}>")  # <用户提问>, </question>, ‹用户提问> ...
 
 
 @dataclass(frozen=True)
@@ -139,9 +141,15 @@ def question_terms(question: str) -> list[str]:
 
 
 def question_of(request: ChatRequest) -> str:
+    """The plain question: ``metadata["question"]`` (the pipeline sends it unescaped and
+    untagged), else ``variables["question"]`` with any XML tags the prompt wraps it in
+    removed, else the last user message."""
+    plain = request.metadata.get("question")
+    if plain:
+        return plain
     question = request.variables.get("question")
     if question:
-        return question
+        return html.unescape(_TAG.sub(" ", question)).strip()
     users = [m.content for m in request.messages if m.role == "user"]
     return users[-1] if users else ""
 

@@ -347,3 +347,24 @@ def test_a_policy_sentence_with_chao_chu_is_not_a_refusal() -> None:
 
     assert not is_refusal("住宿超出 600 元/晚的部分由个人承担[1]。")
     assert is_refusal("抱歉，该问题超出知识库范围。")
+
+
+def test_the_question_is_read_without_the_tags_a_prompt_wraps_it_in() -> None:
+    from app.llm.providers.offline_extractive import question_of
+    from app.llm.types import ChatRequest
+
+    tagged = ChatRequest(
+        model="extractive",
+        system=None,
+        messages=(),
+        variables={"question": "<用户提问>年假 &amp; 病假有几天？</用户提问>"},
+    )
+    assert question_of(tagged) == "年假 & 病假有几天？"
+    plain = ChatRequest(
+        model="extractive",
+        system=None,
+        messages=(),
+        variables={"question": "<用户提问>x</用户提问>"},
+        metadata={"question": "年假有几天？"},
+    )
+    assert question_of(plain) == "年假有几天？"
