@@ -7,6 +7,7 @@ partial), 2 bad input or usage.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import shlex
 import sys
@@ -208,6 +209,9 @@ def run_cmd(
 
     from app.eval.runner import RunConfig, new_run_id, run_sync
 
+    # per-answer audit warnings (injection detected, invalid citations) are in each case's
+    # trace in the report; printed here they would only interleave with the progress bar
+    logging.getLogger("app.generation").setLevel(logging.ERROR)
     if langfuse:  # fail in a second, not after the suite
         from app.eval.langfuse_export import require_env
 
