@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml tools/node/package-lock.json
 
 setup: $(STAMP) ## create .venv and install the project with its dev tools
 
-test: $(STAMP) ## set-up + every test that needs no API key
-	@$(BIN)/python -m pytest -q -m "not live" -p no:cacheprovider; rc=$$?; \
+test: $(STAMP) ## set-up + every test that needs no API key (suite reports in .cache/test-reports)
+	@rm -rf .cache/test-reports
+	@RAG_EVAL_OUT=.cache/test-reports $(BIN)/python -m pytest -q -m "not live" -p no:cacheprovider; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests ran (pytest exit 5): not a failure"; exit 0; fi; exit $$rc
 
 unit: $(STAMP) ## unit tests only
