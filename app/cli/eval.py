@@ -104,7 +104,11 @@ def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -
 
 
 @cli.command("run")
-@click.option("--suite", required=True, help="Dataset suite: smoke, full, hard, adversarial.")
+@click.option(
+    "--suite",
+    default=None,
+    help="Dataset suite: smoke, full, hard, adversarial (not needed with --resume).",
+)
 @click.option(
     "--prompt",
     "prompts",
@@ -177,7 +181,7 @@ def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -
 @click.pass_context
 def run_cmd(
     ctx: click.Context,
-    suite: str,
+    suite: str | None,
     prompts: tuple[str, ...],
     model: str,
     judge: str,
@@ -209,6 +213,9 @@ def run_cmd(
 
     from app.eval.runner import RunConfig, new_run_id, run_sync
 
+    if suite is None and resume is None:
+        raise click.UsageError("give --suite S for a new run, or --resume RUN_ID")
+
     # per-answer audit warnings (injection detected, invalid citations) are in each case's
     # trace in the report; printed here they would only interleave with the progress bar
     logging.getLogger("app.generation").setLevel(logging.ERROR)
@@ -217,7 +224,7 @@ def run_cmd(
 
         require_env()
     config = RunConfig(
-        suite=suite,
+        suite=suite or "",  # with --resume the stored configuration replaces this one
         model=model,
         judge=None if judge.lower() == "none" else judge,
         judge_samples=judge_samples,
@@ -249,14 +256,18 @@ def run_cmd(
         disable=quiet,
         transient=False,
     )
-    task = progress.add_task(suite, total=None, cost=0.0, errors=0)
+    task = progress.add_task(suite or run_id, total=None, cost=0.0, errors=0)
 
     def on_progress(p: Any) -> None:
+        # the bar appears with the first update, so a configuration error is not
+        # preceded by an empty bar
+        if not progress.live.is_started:
+            progress.start()
         progress.update(task, total=p.total, completed=p.done, cost=p.cost, errors=p.errors)
 
     command = ["rag", *(shlex.quote(a) for a in sys.argv[1:])] if sys.argv else []
     try:
-        with progress:
+        try:
             outcome = run_sync(
                 config,
                 resume=resume,
@@ -266,6 +277,8 @@ def run_cmd(
                 on_progress=on_progress,
                 run_id=run_id,
             )
+        finally:
+            progress.stop()
     except KeyboardInterrupt:
         err.print(
             f"interrupted: finished cases are checkpointed; resume with rag eval run --resume {run_id}"
