@@ -125,7 +125,30 @@ def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -
     help="Judge provider string ('none' for no judge).",
 )
 @click.option("--judge-samples", default=3, show_default=True, type=click.IntRange(1, 20))
-@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Provider requests in flight at most (global and per provider).",
+)
+@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute cap.")
+@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute cap.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds per request attempt.",
+)
+@click.option(
+    "--max-attempts",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    help="Attempts per request (retries on 429/5xx/timeouts only).",
+)
 @click.option(
     "--resume", "resume", default=None, metavar="RUN_ID", help="Finish an interrupted run."
 )
@@ -187,6 +210,10 @@ def run_cmd(
     judge: str,
     judge_samples: int,
     concurrency: int,
+    rpm: float | None,
+    tpm: float | None,
+    timeout_s: float,
+    max_attempts: int,
     resume: str | None,
     out_dir: Path | None,
     max_cost: float | None,
@@ -230,6 +257,10 @@ def run_cmd(
         judge_samples=judge_samples,
         prompts=tuple(prompts),
         concurrency=concurrency,
+        rpm=rpm,
+        tpm=tpm,
+        timeout_s=timeout_s,
+        max_attempts=max_attempts,
         cache=not no_cache,
         refresh_cache=refresh_cache,
         limit=limit,

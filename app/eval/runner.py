@@ -1,7 +1,9 @@
 """The evaluation runner: cases → pipeline → judges → metrics → checkpoint → report.
 
-* async over cases, ``concurrency`` at a time, through the :class:`~app.llm.engine.Engine`
-  middleware (cache, retries, limits, cost);
+* async over cases through the :class:`~app.llm.engine.Engine` middleware (cache,
+  retries, limits, cost); ``concurrency`` bounds the provider requests in flight (what a
+  rate limit sees), and twice as many cases are worked on at once so those slots stay busy
+  while a case does its own work between calls;
 * order-independent: a case's result depends only on the case (no shared mutable state
   between cases; the report sorts cases by id);
 * every finished case is committed to the run's SQLite checkpoint
@@ -51,7 +53,11 @@ class RunConfig:
     judge: str | None = DEFAULT_JUDGE
     judge_samples: int = 3
     prompts: tuple[str, ...] = ()
-    concurrency: int = 4
+    concurrency: int = 8
+    rpm: float | None = None  # requests per minute per endpoint (None: unlimited)
+    tpm: float | None = None  # tokens per minute per endpoint (None: unlimited)
+    timeout_s: float = 60.0  # per request attempt
+    max_attempts: int = 4  # per request, retries included
     cache: bool = True
     refresh_cache: bool = False
     limit: int | None = None
@@ -264,9 +270,13 @@ async def run(
         if engine is None:
             engine = Engine(
                 EngineConfig(
-                    concurrency=max(config.concurrency * 4, 8),
+                    concurrency=config.concurrency,
                     cache=config.cache,
                     refresh_cache=config.refresh_cache,
+                    rpm=config.rpm,
+                    tpm=config.tpm,
+                    timeout_s=config.timeout_s,
+                    max_attempts=config.max_attempts,
                 )
             )
         if isinstance(engine, Engine):  # a missing API key fails now, not at case 1
@@ -312,7 +322,7 @@ async def run(
                 progress.update(result)
 
         try:
-            await asyncio.gather(*(worker() for _ in range(max(1, config.concurrency))))
+            await asyncio.gather(*(worker() for _ in range(max(1, 2 * config.concurrency))))
         finally:
             calls = _calls(engine) - calls_before
             if own_engine:
