@@ -223,6 +223,22 @@ def load_report(path: Path) -> dict[str, Any]:
                 f"{path}: missing top-level field {key!r} (docs/interfaces.md §6); "
                 "was it written by `rag eval run`?"
             )
+    cases = data["cases"]
+    if not isinstance(cases, list):
+        raise ReportError(f"{path}: 'cases' must be a list")
+    for i, case in enumerate(cases):
+        metrics = case.get("metrics") if isinstance(case, dict) else None
+        if not isinstance(metrics, dict):
+            raise ReportError(f"{path}: cases[{i}] has no 'metrics' object")
+        for name, entry in metrics.items():
+            value = entry.get("value") if isinstance(entry, dict) else entry
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise ReportError(
+                    f"{path}: cases[{i}] ({case.get('id')}) metric {name!r} has value "
+                    f"{value!r}; a value is a number, or null with a reason"
+                )
     return data
 
 

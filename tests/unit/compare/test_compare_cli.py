@@ -77,3 +77,14 @@ def test_unreadable_report_names_the_file(tmp_path) -> None:  # type: ignore[no-
     assert "bad.json:1: not valid JSON" in str(res.exception)
     missing = CliRunner().invoke(compare, [str(tmp_path / "nope.json"), str(bad)])
     assert isinstance(missing.exception, ReportError) and "no such report" in str(missing.exception)
+
+
+def test_a_non_numeric_metric_value_is_refused_with_the_case(make_report, write_report) -> None:  # type: ignore[no-untyped-def]
+    good = make_report({"faithfulness": [4.0, 3.0, 5.0]})
+    bad = make_report({"faithfulness": [4.0, 3.0, 5.0]})
+    bad["cases"][1]["metrics"]["faithfulness"]["value"] = "abc"
+    a = write_report("a.json", good)
+    b = write_report("b.json", bad)
+    res = CliRunner().invoke(compare, [str(a), str(b)])
+    assert isinstance(res.exception, ReportError)
+    assert "cases[1] (kb-002) metric 'faithfulness' has value 'abc'" in str(res.exception)
