@@ -1,147 +1,29 @@
 """Langfuse export through the real SDK against a local server that records what it receives.
 
-The server answers the Langfuse public API routes the SDK uses (projects, datasets,
-dataset items, scores) with minimal valid bodies and decodes the OTLP/protobuf traces.
+The server (tests/support/langfuse_server.py) answers the Langfuse public API routes the
+SDK uses (projects, datasets, dataset items, scores) with minimal valid bodies and decodes
+the OTLP/protobuf traces.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
-import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from app.errors import ConfigError
 from app.eval.langfuse_export import export_run, item_id, make_client, require_env
-
-NOW = "2026-11-30T19:00:00.000Z"
-
-
-@dataclass
-class Recorder:
-    requests: list[tuple[str, str, Any]] = field(default_factory=list)
-    spans: list[dict[str, Any]] = field(default_factory=list)
-    auth: set[str] = field(default_factory=set)
-
-    def bodies(self, method: str, path: str) -> list[Any]:
-        return [b for m, p, b in self.requests if m == method and p.split("?")[0] == path]
-
-
-def attr_value(v: Any) -> Any:
-    kind = v.WhichOneof("value")
-    return getattr(v, kind) if kind else None
-
-
-def make_handler(rec: Recorder) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:  # quiet
-            pass
-
-        def _reply(self, status: int, body: Any, ctype: str = "application/json") -> None:
-            data = body if isinstance(body, bytes) else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _body(self) -> bytes:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self.headers.get("Content-Encoding") == "gzip":
-                raw = gzip.decompress(raw)
-            return raw
-
-        def do_GET(self) -> None:
-            rec.auth.add(self.headers.get("Authorization", ""))
-            rec.requests.append(("GET", self.path, None))
-            if self.path.startswith("/api/public/projects"):
-                org = {"id": "org-1", "name": "org"}
-                self._reply(
-                    200,
-                    {"data": [{"id": "proj-1", "name": "p", "organization": org, "metadata": {}}]},
-                )
-            else:
-                self._reply(404, {"message": f"not emulated: {self.path}"})
-
-        def do_POST(self) -> None:
-            rec.auth.add(self.headers.get("Authorization", ""))
-            raw = self._body()
-            path = self.path.split("?")[0]
-            if path == "/api/public/otel/v1/traces":
-                req = ExportTraceServiceRequest()
-                req.ParseFromString(raw)
-                for rs in req.resource_spans:
-                    for ss in rs.scope_spans:
-                        for span in ss.spans:
-                            rec.spans.append(
-                                {
-                                    "name": span.name,
-                                    "trace_id": span.trace_id.hex(),
-                                    "attrs": {a.key: attr_value(a.value) for a in span.attributes},
-                                }
-                            )
-                rec.requests.append(("POST", path, None))
-                self._reply(200, b"", "application/x-protobuf")
-                return
-            body = json.loads(raw or b"null")
-            rec.requests.append(("POST", path, body))
-            if path == "/api/public/v2/datasets":
-                self._reply(
-                    200,
-                    {
-                        "id": "ds-1",
-                        "name": body["name"],
-                        "description": body.get("description"),
-                        "metadata": body.get("metadata"),
-                        "projectId": "proj-1",
-                        "createdAt": NOW,
-                        "updatedAt": NOW,
-                    },
-                )
-            elif path == "/api/public/dataset-items":
-                self._reply(
-                    200,
-                    {
-                        "id": body["id"],
-                        "status": "ACTIVE",
-                        "input": body.get("input"),
-                        "expectedOutput": body.get("expectedOutput"),
-                        "metadata": body.get("metadata"),
-                        "sourceTraceId": None,
-                        "sourceObservationId": None,
-                        "datasetId": "ds-1",
-                        "datasetName": body["datasetName"],
-                        "createdAt": NOW,
-                        "updatedAt": NOW,
-                        "mediaReferences": [],
-                    },
-                )
-            elif path == "/api/public/scores":
-                self._reply(202, {"message": "Accepted"})
-            else:
-                self._reply(404, {"message": f"not emulated: {path}"})
-
-    return Handler
+from tests.support.langfuse_server import LangfuseRecorder as Recorder
+from tests.support.langfuse_server import LangfuseServer
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, Recorder]]:
-    rec = Recorder()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(rec))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", rec
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with LangfuseServer() as srv:
+        yield srv.url, srv.recorder
 
 
 def report() -> dict[str, Any]:
