@@ -6,6 +6,7 @@ state between calls, so results do not depend on case order or concurrency.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -102,7 +103,12 @@ def normalise(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
 def contains(haystack: str, needle: str) -> bool:
-    """Normalised containment; also ignores whitespace differences inside CJK text."""
-    h, n = normalise(haystack), normalise(needle)
+    """Normalised containment; also ignores whitespace differences inside CJK text and
+    thousands separators in numbers (``32,000`` and ``32000`` are the same number)."""
+    h = _THOUSANDS.sub("", normalise(haystack))
+    n = _THOUSANDS.sub("", normalise(needle))
     return n in h or n.replace(" ", "") in h.replace(" ", "")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
+
 from app.eval.datasets import Case
 from app.eval.metrics import MetricContext, Observation, Score, score_case, specs
 from app.eval.metrics.base import contains, normalise
@@ -202,3 +204,18 @@ def test_retrieval_undefined_when_the_pipeline_refused_before_retrieving() -> No
         MetricContext(chunk_acl=ACL),
     )
     assert missed["hit_rate"].value == 0.0  # retrieval ran and missed: a real 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "keyword", "expected"),
+    [
+        ("P7 月薪 32,000 元", "32000", True),  # thousands separator in the answer
+        ("P7 月薪 32000 元", "32,000", True),  # ... or in the keyword
+        ("P7 月薪 ３２，０００ 元", "32000", True),  # full-width digits and comma (NFKC)
+        ("1,5 倍", "15", False),  # a decimal comma is not a thousands separator
+        ("32,0000", "320000", False),  # nor is a comma before four digits
+        ("一线城市 600元/晚", "600 元/晚", True),  # CJK whitespace differences
+    ],
+)
+def test_contains_normalises_numbers_and_spacing(answer: str, keyword: str, expected: bool) -> None:
+    assert contains(answer, keyword) is expected
