@@ -16,6 +16,7 @@ table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding
 th{background:#f4f4f4}td.num{text-align:right}.fail{color:#b00020;font-weight:bold}
 .pass{color:#137333}.warn{background:#fff4d6;padding:.5rem}details{margin:.25rem 0}
 pre{white-space:pre-wrap;background:#f8f8f8;padding:.5rem}
+.hist{white-space:nowrap;vertical-align:bottom}.hist span{display:inline-block;width:7px;margin-right:1px;background:#5b8def;vertical-align:bottom}
 </style></head><body>
 <h1>Evaluation {{ r.run_id }} — {{ r.meta.suite }} — <span class="{{ 'pass' if r.status == 'pass' else 'fail' }}">{{ r.status|upper }}</span></h1>
 <ul>
@@ -29,11 +30,12 @@ pre{white-space:pre-wrap;background:#f8f8f8;padding:.5rem}
 {% if r.partial %}<p class="warn">PARTIAL: {{ r.partial_reason }}</p>{% endif %}
 {% for w in r.meta.judge.warnings %}<p class="warn">⚠ {{ w }}</p>{% endfor %}
 <h2>Metrics</h2>
-<table><tr><th>metric</th><th>n</th><th>errors</th><th>mean</th><th>std</th><th>min</th><th>p10</th><th>median</th><th>p90</th><th>max</th><th>95% CI</th><th>threshold</th><th>verdict</th></tr>
+<table><tr><th>metric</th><th>n</th><th>errors</th><th>mean</th><th>std</th><th>min</th><th>p10</th><th>median</th><th>p90</th><th>max</th><th>95% CI</th><th>distribution</th><th>threshold</th><th>verdict</th></tr>
 {% for name, d in r.summary.items() %}{% set v = r.verdicts.get(name) %}
 <tr><td>{{ name }}</td><td class="num">{{ d.n }}</td><td class="num">{{ d.n_errors }}</td>
 {% for key in ['mean','std','min','p10','median','p90','max'] %}<td class="num">{{ fmt(d[key]) }}</td>{% endfor %}
 <td>{% if d.ci95 %}[{{ fmt(d.ci95[0]) }}, {{ fmt(d.ci95[1]) }}]{% else %}—{% endif %}</td>
+<td class="hist">{% for bar in bars(d.histogram) %}<span style="height:{{ bar.height }}px" title="{{ bar.title }}"></span>{% endfor %}</td>
 <td>{{ v.threshold if v else '' }}</td><td class="{{ v.verdict if v else '' }}">{{ v.verdict if v else '' }}</td></tr>
 {% endfor %}</table>
 <h2>Refusals</h2>
@@ -65,11 +67,29 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _bars(histogram: Any, max_height: int = 24) -> list[dict[str, Any]]:
+    """One bar per histogram bin, height ∝ count (an empty bin is a 1 px stub), titled
+    ``[lo, hi): n`` — the distribution next to the mean (seed 004: not the mean alone)."""
+    if not isinstance(histogram, dict):
+        return []
+    edges, counts = histogram.get("edges") or [], histogram.get("counts") or []
+    top = max(counts, default=0)
+    if not top or len(edges) != len(counts) + 1:
+        return []
+    return [
+        {
+            "height": max(1, round(max_height * n / top)),
+            "title": f"[{edges[i]:g}, {edges[i + 1]:g}): {n}",
+        }
+        for i, n in enumerate(counts)
+    ]
+
+
 def render_html(report: dict[str, Any]) -> str:
     import jinja2
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    return env.from_string(_TEMPLATE).render(r=report, fmt=_fmt)
+    return env.from_string(_TEMPLATE).render(r=report, fmt=_fmt, bars=_bars)
 
 
 @click.group()
