@@ -122,6 +122,11 @@ def check_judge(candidate: str, judge: str, *, allow_weak: bool = False) -> list
             warnings.append(f"judge {judge} is not in JUDGE_TIERS: tier not checked")
         elif t_cand is not None and t_judge < t_cand:
             problem = f"judge {judge} (tier {t_judge}) is weaker than candidate {candidate} (tier {t_cand})"
+    if jud.family == "anthropic":
+        warnings.append(
+            f"{judge}: temperature 0 is not sent — the Anthropic API version the installed SDK "
+            "speaks has no sampling parameters — so repeat judge samples may differ"
+        )
     if problem is not None:
         if not allow_weak:
             raise ConfigError(

@@ -89,11 +89,14 @@ def test_judge_tiers() -> None:
         check_judge("anthropic:claude-opus-4-7", "anthropic:claude-haiku-4-5")
     with pytest.raises(ConfigError, match="weaker"):
         check_judge("openai:gpt-4o", "openai:gpt-4o-mini")
-    assert check_judge("anthropic:claude-sonnet-4-6", "anthropic:claude-opus-4-7") == []
+    # an Anthropic judge always records that temperature 0 cannot be sent (API 2026-10-21)
+    (only,) = check_judge("anthropic:claude-sonnet-4-6", "anthropic:claude-opus-4-7")
+    assert "temperature 0 is not sent" in only
+    assert check_judge("openai:gpt-4o-mini", "openai:gpt-4o") == []
     warnings = check_judge(
         "anthropic:claude-opus-4-7", "anthropic:claude-haiku-4-5", allow_weak=True
     )
-    assert len(warnings) == 1 and "WEAK JUDGE" in warnings[0]
+    assert len(warnings) == 2 and "WEAK JUDGE" in warnings[1]
     assert "offline" in check_judge("offline:extractive", "offline:reference-judge")[0]
     assert (
         "not in JUDGE_TIERS"
