@@ -9,8 +9,11 @@
 * every finished case is committed to the run's SQLite checkpoint
   (:mod:`app.eval.checkpoint`) before the next one is counted, so ``resume=RUN_ID``
   finishes the rest without a single repeated provider call;
-* ``max_cost`` stops starting new cases once the cost so far reaches it; the report is
-  then written with ``partial: true``.
+* ``max_cost`` stops starting new cases once the money spent so far reaches it (calls
+  paid by this process, plus the recorded cost of cases checkpointed by an earlier one;
+  cache hits are free); the report is then written with ``partial: true``. A case's
+  ``cost_usd`` is what its calls are worth at list price, cached or not, so reports of the
+  same work compare equal.
 """
 
 from __future__ import annotations
@@ -101,10 +104,10 @@ class _Progress:
     on_update: Callable[[_Progress], None] | None = None
     started: float = field(default_factory=time.monotonic)
 
-    def update(self, result: dict[str, Any]) -> None:
+    def update(self, result: dict[str, Any], spent: float) -> None:
         self.done += 1
         self.errors += 1 if result["errors"] else 0
-        self.cost += float(result.get("cost_usd", 0.0))
+        self.cost = spent
         if self.on_update is not None:
             self.on_update(self)
 
@@ -293,9 +296,11 @@ async def run(
             todo = case_order(todo)
         progress = _Progress(total=len(cases), on_update=on_progress)
         progress.done = len([c for c in cases if c.id in finished])
-        progress.cost = sum(
+        spent_before = sum(
             float(finished[c.id].get("cost_usd", 0.0)) for c in cases if c.id in finished
         )
+        engine_spent_at_start = _spent(engine)
+        progress.cost = spent_before
         if on_progress is not None:
             on_progress(progress)
         calls_before = _calls(engine)
@@ -319,7 +324,7 @@ async def run(
                 result = await evaluate_case(case, factory, engine, config, base_ctx)
                 checkpoint.save(case.id, result)
                 finished[case.id] = result
-                progress.update(result)
+                progress.update(result, spent_before + _spent(engine) - engine_spent_at_start)
 
         try:
             await asyncio.gather(*(worker() for _ in range(max(1, 2 * config.concurrency))))
@@ -421,6 +426,12 @@ def _rel(path: Path) -> str:
         return path.resolve().relative_to(repo_root()).as_posix()
     except ValueError:
         return str(path)
+
+
+def _spent(engine: Any) -> float:
+    """Money this process's engine has spent (cache hits excluded)."""
+    stats = getattr(engine, "stats", None)
+    return float(getattr(stats, "cost_usd", 0.0) or 0.0) if stats is not None else 0.0
 
 
 def _calls(engine: Any) -> int:

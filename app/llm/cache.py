@@ -5,8 +5,11 @@ Key = sha256 over a canonical JSON of: provider family, model, base_url,
 the sample index and the namespace (``request.purpose``: generation, judge, …). So ``n``
 judge samples are ``n`` entries, a changed prompt or model misses, and no secret can be
 part of a key (keys are never passed here). Only successful completions are stored.
-A hit comes back with ``cached=True`` and ``cost_usd=0.0`` (nothing was spent this time;
-the stored row keeps the original cost).
+A hit comes back with ``cached=True`` and the *original* ``cost_usd`` (what the call is
+worth at list price, ``None`` when the model is unpriced): a case's cost in a report is then
+the same whether its calls were paid now, earlier, or by a run that was killed mid-case.
+Money actually spent by this process is ``EngineStats.cost_usd``, which counts only calls
+that were not served from the cache.
 
 Concurrency: WAL journal, ``busy_timeout`` and one ``INSERT OR REPLACE`` per entry, so two
 processes writing at once both land every row; each process opens its own connection.
@@ -116,8 +119,8 @@ class ResponseCache:
         if row is None:
             return None
         try:
-            # a hit spends nothing now; the row keeps what the original call cost
-            return replace(_decode(row[0]), cached=True, cost_usd=0.0)
+            # what the call is worth; that nothing was spent now is `cached=True`
+            return replace(_decode(row[0]), cached=True)
         except (ValueError, TypeError, KeyError) as exc:  # a row from an older format
             log.warning("ignoring unreadable cache entry %s: %s", key[:12], exc)
             return None

@@ -169,7 +169,7 @@ class Engine:
             shared = await self._join(pending)
             if shared is not None:
                 self.stats.cache_hits += 1
-                return replace(shared, cached=True, cost_usd=0.0, sample_index=sample_index)
+                return replace(shared, cached=True, sample_index=sample_index)
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
