@@ -106,9 +106,23 @@ def normalise(text: str) -> str:
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
+def _found(needle: str, haystack: str) -> bool:
+    """Substring search, except that a needle starting or ending in a digit must match a
+    whole number there: ``32000`` is not found in ``132000`` nor ``600`` in ``600.5``."""
+    if not needle:
+        return True
+    pattern = re.escape(needle)
+    if needle[0].isdigit():
+        pattern = r"(?<![\d.])" + pattern
+    if needle[-1].isdigit():
+        pattern += r"(?!\.?\d)"
+    return re.search(pattern, haystack) is not None
+
+
 def contains(haystack: str, needle: str) -> bool:
     """Normalised containment; also ignores whitespace differences inside CJK text and
-    thousands separators in numbers (``32,000`` and ``32000`` are the same number)."""
+    thousands separators in numbers (``32,000`` and ``32000`` are the same number), and
+    numbers match whole (see :func:`_found`)."""
     h = _THOUSANDS.sub("", normalise(haystack))
     n = _THOUSANDS.sub("", normalise(needle))
-    return n in h or n.replace(" ", "") in h.replace(" ", "")
+    return _found(n, h) or _found(n.replace(" ", ""), h.replace(" ", ""))

@@ -215,6 +215,11 @@ def test_retrieval_undefined_when_the_pipeline_refused_before_retrieving() -> No
         ("1,5 倍", "15", False),  # a decimal comma is not a thousands separator
         ("32,0000", "320000", False),  # nor is a comma before four digits
         ("一线城市 600元/晚", "600 元/晚", True),  # CJK whitespace differences
+        ("年薪 132000 元", "32000", False),  # a number matches whole, not inside another
+        ("上限 600.5 元", "600", False),  # nor as the integer part of a decimal
+        ("上限 600 元。", "600", True),
+        ("P7: 32000-45000", "32000", True),  # a range bound is a whole number
+        ("版本 v3.2 发布", "3.2", True),
     ],
 )
 def test_contains_normalises_numbers_and_spacing(answer: str, keyword: str, expected: bool) -> None:
