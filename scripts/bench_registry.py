@@ -15,9 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.generation.loader import content_hash  # noqa: E402
 from app.generation.registry import build_registry, default_root  # noqa: E402
-from app.generation.releases import write_lock  # noqa: E402
+from app.generation.registry.loader import content_hash  # noqa: E402
+from app.generation.registry.releases import write_lock  # noqa: E402
 
 TARGET_S = 0.5
 N_MODULES = 200

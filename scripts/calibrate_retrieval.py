@@ -2,7 +2,7 @@
 
 For every case of each suite the query (the ``golden_rewrite`` for multi-turn cases — the
 rewrite module is evaluated separately — else the question) is searched on the sample KB
-with the case's ACL, and :func:`app.generation.assembly.select` picks the mode with the
+with the case's ACL, and :func:`app.generation.pipeline.assembly.select` picks the mode with the
 default floors (refusal < 0.45 ≤ assisted < 0.88 ≤ strict). Cases fall into four groups:
 
 * ``gold@1``     answerable, a golden/acceptable chunk is the top-1 hit
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.eval.datasets import Case, load_suite  # noqa: E402
-from app.generation.assembly import Floors, select  # noqa: E402
+from app.generation.pipeline.assembly import Floors, select  # noqa: E402
 from app.paths import kb_dir  # noqa: E402
 from app.retrieval.index import Retriever  # noqa: E402
 from app.retrieval.kb import load_kb  # noqa: E402

@@ -48,7 +48,7 @@ def score(suite: str, policy: str | None, judge_samples: int) -> dict[str, Any]:
     import pydantic
 
     from app.eval.runner import RunConfig, run_sync
-    from app.generation import generator
+    from app.generation.pipeline import generator
 
     original = generator.PipelineConfig
     if policy:  # the factory builds ``generator.PipelineConfig``: swap in another default

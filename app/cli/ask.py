@@ -97,8 +97,8 @@ def cli(
     as_json: bool,
 ) -> None:
     """Ask the RAG pipeline one QUESTION; prints the answer, its citations and the trace."""
-    from app.generation.config import PipelineConfig
-    from app.generation.generator import Pipeline
+    from app.generation.pipeline.config import PipelineConfig
+    from app.generation.pipeline.generator import Pipeline
     from app.llm.engine import Engine
     from app.retrieval.kb import ACL_GROUPS
 

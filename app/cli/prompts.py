@@ -285,7 +285,7 @@ def check(root: Path | None, as_json: bool, rev: str | None) -> None:
 @click.option("--author", help="Name for the header (default: the login name).")
 def new(name: str, root: Path | None, author: str | None) -> None:
     """Write <slug>_v<N+1>.py from the latest version (the old file stays byte-identical)."""
-    from app.generation.authoring import new_version
+    from app.generation.registry.authoring import new_version
 
     reg = _registry(root)
     path = new_version(reg, name, author=author)
@@ -301,7 +301,7 @@ def new(name: str, root: Path | None, author: str | None) -> None:
 @root_option
 def rollback(name: str, root: Path | None) -> None:
     """Make the fallback version active in releases.toml (a one-line diff)."""
-    from app.generation.authoring import rollback as do_rollback
+    from app.generation.registry.authoring import rollback as do_rollback
 
     reg = _registry(root)
     pid, old, new_v, old_line, new_line = do_rollback(reg, name)
@@ -317,7 +317,7 @@ def rollback(name: str, root: Path | None) -> None:
 @root_option
 def lock_cmd(root: Path | None) -> None:
     """Record the content hash of every released version in prompts.lock."""
-    from app.generation.authoring import lock
+    from app.generation.registry.authoring import lock
 
     hashes, changed = lock(_registry(root))
     click.echo(f"prompts.lock: {len(hashes)} released versions locked")
@@ -337,7 +337,7 @@ def lock_cmd(root: Path | None) -> None:
 )
 def prune_cmd(root: Path | None, dry_run: bool, as_json: bool, today: datetime | None) -> None:
     """Old versions seed 004 §4.4 allows deleting, and why each other one must stay."""
-    from app.generation.authoring import prune
+    from app.generation.registry.authoring import prune
 
     reg = _registry(root)
     decisions = prune(reg, today=today.date() if today else None)
@@ -372,7 +372,7 @@ def prune_cmd(root: Path | None, dry_run: bool, as_json: bool, today: datetime |
 @root_option
 def test_cmd(name: str, model: str, root: Path | None) -> None:
     """Send every fixture to a live model and check its expected_phrases. Exit 1 on a miss."""
-    from app.generation.loader import fixture_variables
+    from app.generation.registry.loader import fixture_variables
 
     spec = _registry(root).get(name)
     try:
@@ -415,7 +415,7 @@ def test_cmd(name: str, model: str, root: Path | None) -> None:
 
 
 def _render_fixture(spec: PromptSpec, fx: Any, model: str, variables: dict[str, Any]) -> Any:
-    from app.generation.render import render_spec
+    from app.generation.registry.render import render_spec
 
     try:
         return render_spec(spec, model=model, variables=variables)

@@ -27,7 +27,7 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def cli(rev: str, deltas: tuple[Path, ...], root: Path | None, as_json: bool) -> None:
     """Compute the prompt review checklist for the prompts changed since REV."""
-    from app.generation.review import review_changes
+    from app.generation.registry.review import review_changes
 
     review = review_changes(rev, root=root, deltas=deltas)
     if as_json:

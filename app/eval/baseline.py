@@ -22,7 +22,7 @@ from typing import Any
 
 from app.errors import ReportError
 from app.eval.report import atomic_write_text, load_report, validate_report
-from app.generation.rules import Violation
+from app.generation.registry.rules import Violation
 from app.paths import repo_root
 
 # Header metric spellings → report metric names.

@@ -1,6 +1,6 @@
 """The seam between the harness and the generation pipeline.
 
-:class:`PipelineFactory` builds the real :class:`app.generation.generator.Pipeline` for a
+:class:`PipelineFactory` builds the real :class:`app.generation.pipeline.generator.Pipeline` for a
 run configuration (candidate model, ``--prompt`` overrides) and renders judge prompts;
 :func:`observe_case` runs one case through it and turns the answer + trace into an
 :class:`~app.eval.metrics.base.Observation` (plus the assembled context the judges read).
@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from app.errors import ConfigError, RuntimeFailure
 from app.eval.datasets import Case
 from app.eval.metrics.base import Observation, normalise
-from app.generation.citations import extract_citations
+from app.generation.pipeline.citations import extract_citations
+from app.generation.pipeline.trace import Answer
 from app.generation.registry import load_registry
-from app.generation.trace import Answer
 from app.llm.types import Message
 from app.paths import kb_dir
 from app.retrieval.kb import KnowledgeBase, load_kb
@@ -78,7 +78,7 @@ class PipelineFactory:
 
     def pipeline(self) -> Any:
         if self._pipeline is None:
-            from app.generation.generator import Pipeline, PipelineConfig
+            from app.generation.pipeline.generator import Pipeline, PipelineConfig
 
             cfg = PipelineConfig.model_validate(
                 {"model": self.config.model, "log_answers": False, **self.overrides}
@@ -134,7 +134,7 @@ REFUSAL_MODES = ("no_hits", "refusal", "injection_refused")
 
 
 def observation_from_answer(answer: Answer, rejection: str | None) -> Observation:
-    """The harness's view of a pipeline :class:`~app.generation.trace.Answer`.
+    """The harness's view of a pipeline :class:`~app.generation.pipeline.trace.Answer`.
 
     Refused = a refusal mode (``no_hits``, ``refusal``, ``injection_refused``), a rejection
     keyword substitution (``trace.rejected``), or the prompt's rejection answer verbatim.

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from app.generation.chat_formats import FORMATS
-from app.generation.loader import fixture_variables
 from app.generation.registry import PromptSpec, build_registry, default_root
-from app.generation.render import RenderedPrompt, render_spec
+from app.generation.registry.chat_formats import FORMATS
+from app.generation.registry.loader import fixture_variables
+from app.generation.registry.render import RenderedPrompt, render_spec
 
 REGISTRY = build_registry(default_root())
 HISTORY = (

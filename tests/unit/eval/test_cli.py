@@ -12,7 +12,7 @@ import pytest
 
 from app.cli import main
 from app.eval.baseline import check_header_baselines, record_baseline
-from app.generation.header import Baseline
+from app.generation.registry.header import Baseline
 
 
 def rag(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

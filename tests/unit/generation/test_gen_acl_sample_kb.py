@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.generation.generator import Pipeline, PipelineConfig
+from app.generation.pipeline.generator import Pipeline, PipelineConfig
 from app.llm.engine import Engine, EngineConfig
 from app.paths import kb_dir
 from app.retrieval.kb import can_read, load_kb

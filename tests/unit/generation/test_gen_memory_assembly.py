@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from app.errors import BudgetExceeded
-from app.generation.assembly import Floors, format_context, layout_for, select
-from app.generation.memory import SummaryMemory, first_line, format_messages, offline_summarize
+from app.generation.pipeline.assembly import Floors, format_context, layout_for, select
+from app.generation.pipeline.memory import (
+    SummaryMemory,
+    first_line,
+    format_messages,
+    offline_summarize,
+)
 from app.llm.tokens import get_counter
 from app.llm.types import Message as M
 from app.retrieval.index import Hit

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from app.errors import BudgetExceeded, UserError
-from app.generation.generator import Pipeline, PipelineConfig, coerce_history, generate
+from app.generation.pipeline.generator import Pipeline, PipelineConfig, coerce_history, generate
 from app.llm.engine import Engine, EngineConfig
 from app.llm.types import Message as M
 
@@ -118,7 +118,7 @@ async def test_citations_validated_and_logged(
         lambda r: "年假可以结转 [1]，另见 [7]。" if r.purpose == "generation" else ""
     )
     pipe = _pipe(kb_path, engine)
-    with caplog.at_level(logging.WARNING, logger="app.generation.generator"):
+    with caplog.at_level(logging.WARNING, logger="app.generation.pipeline.generator"):
         answer = await pipe.answer("年假可以结转吗", [], ["public"])
     assert answer.trace.invalid_citations == [7]
     assert [(c.n, c.valid) for c in answer.trace.citations] == [(1, True), (7, False)]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from app.generation.rewrite import (
+from app.generation.pipeline.rewrite import (
     Rewriter,
     build_history_text,
     changed_ratio,

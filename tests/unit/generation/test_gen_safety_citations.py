@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.generation.citations import apply_rejection, extract_citations, is_uncertain
-from app.generation.safety import (
+from app.generation.pipeline.citations import apply_rejection, extract_citations, is_uncertain
+from app.generation.pipeline.safety import (
     CleanResult,
     clean,
     clean_injection,

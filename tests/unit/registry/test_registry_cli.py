@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from registry_helpers import edit
 
-from app.generation.authoring import new_version, prune
 from app.generation.registry import build_registry
+from app.generation.registry.authoring import new_version, prune
 
 Rag = Callable[..., Any]
 

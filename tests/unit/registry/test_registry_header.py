@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from app.generation.header import parse_header
+from app.generation.registry.header import parse_header
 
 ZH = """
 Prompt: KB 主回答

@@ -14,9 +14,9 @@ from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from app.errors import PromptError
-from app.generation.chat_formats import llama2_prompt
 from app.generation.registry import build_registry, default_root
-from app.generation.render import render_spec
+from app.generation.registry.chat_formats import llama2_prompt
+from app.generation.registry.render import render_spec
 from app.llm.types import Message
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "data" / "llama2" / "chat_template.jinja"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.errors import ConfigError, PromptError
-from app.generation.chat_formats import format_for, parse_model
 from app.generation.registry import build_registry, default_root, load_registry, render
+from app.generation.registry.chat_formats import format_for, parse_model
 from app.llm.types import ChatRequest, Message
 
 VARS = {"question": "年假有几天？", "context": "[1] 入职满一年 5 天。"}

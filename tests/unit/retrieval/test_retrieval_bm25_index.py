@@ -228,7 +228,7 @@ def test_colloquial_answerable_question_reaches_assisted_and_out_of_scope_stays_
     """The calibration case of the bm25 docstring: a colloquial question whose words the KB
     phrases differently (酒店/每晚/最多报 vs 住宿/元/晚) is no longer refused, while questions
     the KB has nothing on stay under the 0.45 refusal floor."""
-    from app.generation.assembly import select
+    from app.generation.pipeline.assembly import select
     from app.paths import kb_dir
 
     if not kb_dir().is_dir():

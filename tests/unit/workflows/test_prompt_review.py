@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli.prompts_review import cli
-from app.generation.review import isolated_placeholders, review_changes
+from app.generation.registry.review import isolated_placeholders, review_changes
 
 PROMPTS = Path(__file__).resolve().parents[3] / "app" / "generation" / "prompts"
 

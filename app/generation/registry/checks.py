@@ -1,6 +1,6 @@
 """Every rule the loader enforces, applied to a whole prompts tree; never stops at the first.
 
-Per-module rules run on :class:`~app.generation.loader.LoadedModule` records; tree rules
+Per-module rules run on :class:`~app.generation.registry.loader.LoadedModule` records; tree rules
 (releases, lock, ``--changed-since``) run on the set. Codes and fixes: :mod:`rules`.
 """
 
@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from app.errors import ConfigError
-from app.generation.header import HEADER_KEYS
-from app.generation.loader import LoadedModule, fixture_variables, placeholders
-from app.generation.releases import LOCK_FILE, RELEASES_FILE, Releases
-from app.generation.rules import Violation
+from app.generation.registry.header import HEADER_KEYS
+from app.generation.registry.loader import LoadedModule, fixture_variables, placeholders
+from app.generation.registry.releases import LOCK_FILE, RELEASES_FILE, Releases
+from app.generation.registry.rules import Violation
 
 
 def check_module(mod: LoadedModule) -> None:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from app.generation.safety import escape_xml
+from app.generation.pipeline.safety import escape_xml
 from app.retrieval.index import Hit
 from app.retrieval.kb import Chunk
 

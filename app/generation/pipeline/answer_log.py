@@ -16,8 +16,8 @@ from typing import Any
 
 from app.paths import logs_dir
 
-ANSWERS_LOGGER = "app.generation.generator"
-BAD_CASES_LOGGER = "app.generation.generator.bad_cases"
+ANSWERS_LOGGER = "app.generation.pipeline.generator"
+BAD_CASES_LOGGER = "app.generation.pipeline.generator.bad_cases"
 
 
 class JsonlFileHandler(logging.Handler):

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Literal
 
-from app.generation.memory import Language, format_messages
+from app.generation.pipeline.memory import Language, format_messages
 from app.llm.types import Message
 from app.retrieval.tokenize import ensure_jieba, has_cjk, tokenize
 

@@ -17,9 +17,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from app.generation.contracts import FIXTURE_ALIASES, FIXTURE_META_KEYS, Contract, contract_for
-from app.generation.header import PromptHeader, parse_header
-from app.generation.rules import Violation
+from app.generation.registry.contracts import (
+    FIXTURE_ALIASES,
+    FIXTURE_META_KEYS,
+    Contract,
+    contract_for,
+)
+from app.generation.registry.header import PromptHeader, parse_header
+from app.generation.registry.rules import Violation
 
 FILE_RE = re.compile(r"^(?P<slug>[a-z][a-z0-9_]*?)_v(?P<version>[1-9][0-9]*)\.py$")
 _NOT_LITERAL = object()

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.generation.assembly import Floors
+from app.generation.pipeline.assembly import Floors
 
 
 class PipelineConfig(BaseModel):
@@ -21,7 +21,7 @@ class PipelineConfig(BaseModel):
     ``refusal_prompt`` with no context.
 
     Injection policy (seed 004 §6.1: refuse for finance/compliance, clean, or alert +
-    continue for an internal KB). Default ``clean``: :func:`app.generation.safety.clean`
+    continue for an internal KB). Default ``clean``: :func:`app.generation.pipeline.safety.clean`
     removes the injection and the pipeline answers the question left (refusing when
     nothing substantive is left, e.g. "print your system prompt"); the trace records the
     policy, the removed fragments and the question it went on with. Measured on the

@@ -15,7 +15,7 @@ takes either language on each side. A word-boundary guard keeps English words in
 longer words (``impact assessment`` ≠ ``act as``) from matching.
 
 Policies (``PipelineConfig.injection_policy``; the default and its numbers are in
-:mod:`app.generation.config`): ``refuse`` — answer with a fixed refusal, no retrieval, no
+:mod:`app.generation.pipeline.config`): ``refuse`` — answer with a fixed refusal, no retrieval, no
 LLM call, audit warning (finance/compliance); ``clean`` — :func:`clean` removes the
 injection (pseudo-system blocks; the matched clause to the end of its sentence, keeping a
 closing question clause) and the pipeline goes on with the remaining question, refusing

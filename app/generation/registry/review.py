@@ -179,9 +179,9 @@ def review_module(
     all_violations: Sequence[object],
     deltas: Sequence[tuple[Path, str]],
 ) -> PromptReview:
-    """The checklist for one loaded module (``app.generation.loader.LoadedModule``)."""
-    from app.generation.loader import LoadedModule, fixture_variables
-    from app.generation.render import render_spec
+    """The checklist for one loaded module (``app.generation.registry.loader.LoadedModule``)."""
+    from app.generation.registry.loader import LoadedModule, fixture_variables
+    from app.generation.registry.render import render_spec
 
     assert isinstance(mod, LoadedModule)
     mine = [v for v in all_violations if getattr(v, "file", None) == mod.rel]
@@ -286,8 +286,8 @@ def review_module(
 
 def review_changes(rev: str, *, root: Path | None = None, deltas: Sequence[Path] = ()) -> Review:
     """The checklist for every prompt module changed since ``rev``."""
-    from app.generation.checks import changed_files
     from app.generation.registry import build_registry, default_root
+    from app.generation.registry.checks import changed_files
 
     reg = build_registry(root or default_root())
     changed, _ = changed_files(reg.root, rev)

@@ -53,7 +53,7 @@ _RULES: tuple[Rule, ...] = (
     Rule(
         "P009",
         "variable-missing",
-        "Add the placeholder the category contract requires (see app/generation/contracts.py).",
+        "Add the placeholder the category contract requires (see app/generation/registry/contracts.py).",
     ),
     Rule(
         "P010",

@@ -3,15 +3,15 @@
 ::
 
     question + history
-      → injection check (refuse / clean / alert)                 app.generation.safety
-      → rewrite (trigger, window, prompt, guard, cache)           app.generation.rewrite
+      → injection check (refuse / clean / alert)                 app.generation.pipeline.safety
+      → rewrite (trigger, window, prompt, guard, cache)           app.generation.pipeline.rewrite
       → ACL-filtered BM25, rewritten + original query, merged,    app.retrieval
         de-duplicated by chunk id, reranked
-      → score-aware assembly (no_hits / refusal / strict / assisted)  app.generation.assembly
-      → summary memory within max_tokens − prompt length          app.generation.memory
+      → score-aware assembly (no_hits / refusal / strict / assisted)  app.generation.pipeline.assembly
+      → summary memory within max_tokens − prompt length          app.generation.pipeline.memory
       → LLM (app.llm.engine.Engine)
-      → rejection keywords, "无法确定" bad cases, citation check   app.generation.citations
-      → Answer(text, citations, trace) + one JSON log line          app.generation.answer_log
+      → rejection keywords, "无法确定" bad cases, citation check   app.generation.pipeline.citations
+      → Answer(text, citations, trace) + one JSON log line          app.generation.pipeline.answer_log
 
 ``Pipeline`` is safe to share between concurrent ``answer`` calls: per-answer accounting
 lives in a local :class:`_Run`; the shared state (ACL views, rewrite cache) is append-only.
@@ -29,15 +29,14 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, cast
 
 from app.errors import UserError
-from app.generation import answer_log
-from app.generation.assembly import Assembly, layout_for, select
-from app.generation.citations import apply_rejection, extract_citations, is_uncertain
-from app.generation.config import PipelineConfig
-from app.generation.memory import Language, MemoryResult, SummaryMemory, offline_summarize
-from app.generation.registry import PromptRegistry, load_registry
-from app.generation.rewrite import Rewriter, RewriteResult
-from app.generation.safety import clean, detect_injection, escape_xml
-from app.generation.trace import (
+from app.generation.pipeline import answer_log
+from app.generation.pipeline.assembly import Assembly, layout_for, select
+from app.generation.pipeline.citations import apply_rejection, extract_citations, is_uncertain
+from app.generation.pipeline.config import PipelineConfig
+from app.generation.pipeline.memory import Language, MemoryResult, SummaryMemory, offline_summarize
+from app.generation.pipeline.rewrite import Rewriter, RewriteResult
+from app.generation.pipeline.safety import clean, detect_injection, escape_xml
+from app.generation.pipeline.trace import (
     Answer,
     AnswerMode,
     Citation,
@@ -49,6 +48,7 @@ from app.generation.trace import (
     TokenUsage,
     Trace,
 )
+from app.generation.registry import PromptRegistry, load_registry
 from app.llm.tokens import get_counter
 from app.llm.types import ChatRequest, Completion, Message
 from app.paths import kb_dir

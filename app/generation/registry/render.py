@@ -8,7 +8,7 @@ from fnmatch import fnmatchcase
 from typing import Any, cast
 
 from app.errors import PromptError
-from app.generation.chat_formats import (
+from app.generation.registry.chat_formats import (
     FORMATS,
     RENDERERS,
     ModelRef,
@@ -16,7 +16,7 @@ from app.generation.chat_formats import (
     format_for,
     parse_model,
 )
-from app.generation.loader import PromptSpec
+from app.generation.registry.loader import PromptSpec
 from app.llm.types import ChatRequest, Message, Purpose
 
 _PURPOSES = frozenset({"generation", "judge", "rewrite", "summary", "classify", "safety", "other"})

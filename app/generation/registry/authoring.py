@@ -12,10 +12,10 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from app.errors import PromptError
-from app.generation.header import HEADER_KEYS
-from app.generation.loader import PromptSpec
 from app.generation.registry import PromptRegistry
-from app.generation.releases import RELEASES_FILE, parse_version, set_active, write_lock
+from app.generation.registry.header import HEADER_KEYS
+from app.generation.registry.loader import PromptSpec
+from app.generation.registry.releases import RELEASES_FILE, parse_version, set_active, write_lock
 from app.paths import datasets_dir
 
 PRUNE_AFTER_DAYS = 30

@@ -4,7 +4,7 @@
 
 1. ``remain = max_tokens − prompt_length`` where ``prompt_length`` is the token count of the
    QA prompt rendered with this turn's documents and question and an empty history (the
-   caller measures it; :class:`app.generation.generator.Pipeline` does);
+   caller measures it; :class:`app.generation.pipeline.generator.Pipeline` does);
 2. while the formatted history is longer than ``remain``, pop the **oldest** user/assistant
    pair into the to-summarise buffer; if **two or fewer** messages are left and it still
    does not fit (ColossalQA's ``len(messages) <= 2``: the newest pair is never summarised),

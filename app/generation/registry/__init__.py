@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import PromptError
-from app.generation.checks import check_changed_since, check_module, check_tree
-from app.generation.header import Baseline, ChangeEntry, PromptHeader
-from app.generation.loader import LoadedModule, PromptSpec, discover, load_module
-from app.generation.releases import Release, Releases, parse_pins, read_lock, read_releases
-from app.generation.render import RenderedPrompt, render_spec
-from app.generation.rules import RULES, Violation
+from app.generation.registry.checks import check_changed_since, check_module, check_tree
+from app.generation.registry.header import Baseline, ChangeEntry, PromptHeader
+from app.generation.registry.loader import LoadedModule, PromptSpec, discover, load_module
+from app.generation.registry.releases import Release, Releases, parse_pins, read_lock, read_releases
+from app.generation.registry.render import RenderedPrompt, render_spec
+from app.generation.registry.rules import RULES, Violation
 from app.llm.types import Message
 
 __all__ = [
@@ -50,7 +50,7 @@ _NAME_RE = re.compile(r"^(?P<pid>[a-z][a-z0-9_]*/[a-z][a-z0-9_]*?)(?:_v(?P<v>[1-
 
 
 def default_root() -> Path:
-    return Path(__file__).resolve().parent / "prompts"
+    return Path(__file__).resolve().parent.parent / "prompts"
 
 
 @dataclass
