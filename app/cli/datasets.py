@@ -119,3 +119,12 @@ def stats(as_json: bool) -> None:
         for tag, counts in data["tags"].items()
     ]
     click.echo(_table(["tag", *names, "total"], tag_rows))
+
+
+def _register_mine() -> None:
+    from app.cli.datasets_mine import mine_cmd
+
+    cli.add_command(mine_cmd)
+
+
+_register_mine()

@@ -64,3 +64,41 @@ def install() -> None:
 
 def dumps(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
+
+
+FEEDBACK_RATINGS = ("up", "down")
+
+
+def record_feedback(
+    trace_id: str,
+    user: str,
+    rating: str,
+    *,
+    comment: str | None = None,
+    filename: str = "answers.jsonl",
+) -> dict[str, Any]:
+    """Append a user's 👍 (``up``) / 👎 (``down``) on one answer to the answer log.
+
+    The record sits in the same file as the answers (``"event": "feedback"``), so one log
+    carries both and ``rag datasets mine`` can apply seed 004 §8.3's "≥ 3 users 👎" rule.
+    Returns the record written. One ``write`` of one line in append mode, so concurrent
+    writers never interleave inside a line.
+    """
+    from datetime import UTC, datetime
+
+    if rating not in FEEDBACK_RATINGS:
+        raise ValueError(f"rating must be one of {FEEDBACK_RATINGS}, got {rating!r}")
+    record: dict[str, Any] = {
+        "event": "feedback",
+        "trace_id": trace_id,
+        "user": user,
+        "rating": rating,
+        "ts": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if comment:
+        record["comment"] = comment
+    directory = logs_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / filename).open("a", encoding="utf-8") as f:
+        f.write(dumps(record) + "\n")
+    return record

@@ -78,6 +78,7 @@ class _Run:
     sample_index: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
     cost: float | None = None
+    history: tuple[Message, ...] = ()  # the conversation before the question (answer log)
 
     def account(self, c: Completion) -> None:
         self.usage.input += c.usage.input_tokens
@@ -216,6 +217,7 @@ class Pipeline:
         cfg = self.config
         run = _Run(sample_index=sample_index)
         turns = coerce_history(history)
+        run.history = turns
         acl = sorted({user_acl} if isinstance(user_acl, str) else set(user_acl))
         lang: Language = "zh" if has_cjk(question) else "en"
         trace = Trace(
@@ -430,10 +432,14 @@ class Pipeline:
                         "latency_ms": trace.latency_ms,
                         "user_acl": trace.user_acl,
                         "question": trace.question,
+                        "history": [{"role": m.role, "content": m.content} for m in run.history],
+                        "answer": text,
                         "rewritten_query": trace.rewritten_query,
+                        "retrieved_count": len(trace.retrieved),
                         "top1_score": trace.top1_score,
                         "context_chunk_ids": trace.context_chunk_ids,
                         "citations": [c.n for c in citations],
+                        "cited_chunk_ids": [c.chunk_id for c in citations],
                         "invalid_citations": trace.invalid_citations,
                         "rejected": trace.rejected,
                         "uncertain": trace.uncertain,
