@@ -10,17 +10,28 @@
     │   └── ReportError           an unreadable or incompatible report
     └── RuntimeFailure            something failed while running (provider, judge, memory budget)
         ├── ProviderError         a model call failed after retries (carries provider + request id)
+        │   └── MalformedReply    a 200 reply that is not a usable completion (HTML, cut JSON,
+        │                         no choices, null message, wrong content type): transient
         ├── JudgeParseError       a judge answer that did not parse after one repair attempt
         └── BudgetExceeded        a token / cost budget that cannot be met
 
-Every message names the thing (file:line, prompt id, model, variable) and says what to do.
+Every message names the thing (file:line, prompt id, model, variable) and says what to do,
+and passes :func:`app.redact.redact` when the error is made: no configured secret, auth
+header or key-shaped token survives into a message, wherever it is printed or stored.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from app.redact import redact
+
 
 class RagError(Exception):
-    """Base class of all errors raised on purpose by rag-starter."""
+    """Base class of all errors raised on purpose by rag-starter (messages redacted)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class UserError(RagError):
@@ -70,6 +81,16 @@ class ProviderError(RuntimeFailure):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+class MalformedReply(ProviderError):
+    """A ``200`` whose body is not a usable completion. Retryable: a proxy's HTML page, a cut
+    body or a ``null`` message is a transient fault of the path, not of the request."""
+
+    def __init__(self, message: str, *, provider: str = "", request_id: str | None = None) -> None:
+        super().__init__(
+            message, provider=provider, request_id=request_id, status=200, retryable=True
+        )
 
 
 class JudgeParseError(RuntimeFailure):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
+from types import TracebackType
 from typing import Any
 
 import click
@@ -59,8 +61,24 @@ def cli() -> None:
     """
 
 
+def _redacting_excepthook(
+    exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    """A crash's traceback goes through the redaction filter before it reaches stderr."""
+    from app.redact import redact
+
+    sys.stderr.write(redact("".join(traceback.format_exception(exc_type, exc, tb))))
+
+
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: maps our errors to exit codes without a traceback."""
+    """Console entry point: maps our errors to exit codes without a traceback.
+
+    Every log record and an unexpected crash's traceback pass :mod:`app.redact` first.
+    """
+    from app.redact import install_log_redaction
+
+    install_log_redaction()
+    sys.excepthook = _redacting_excepthook
     try:
         rc = cli.main(args=argv, prog_name="rag", standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else 0)

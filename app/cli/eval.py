@@ -324,9 +324,13 @@ def run_cmd(
         except RagError:
             raise
         except Exception as exc:  # the SDK's and the network's errors: the report is safe
+            from app.redact import redact
+
+            # redact before cutting: a secret cut in half no longer matches
             raise RuntimeFailure(
                 f"langfuse: upload to {os.environ.get('LANGFUSE_HOST')} failed "
-                f"({type(exc).__name__}: {str(exc)[:200]}); the report is at {outcome.path}"
+                f"({type(exc).__name__}: {redact(str(exc))[:300]}); the report is at "
+                f"{outcome.path}"
             ) from None
         err.print(
             f"langfuse: {exported.items} items, {exported.traces} traces, {exported.scores} scores"

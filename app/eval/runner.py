@@ -40,6 +40,7 @@ from app.eval.report import build_report, write_report
 from app.eval.thresholds import load_thresholds
 from app.llm.spec import parse_provider
 from app.paths import repo_root, reports_dir
+from app.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,7 @@ def _result(
         "answer": answer,
         "refused": refused,
         "trace": trace,
-        "errors": errors,
+        "errors": [redact(e) for e in errors],  # an error text never carries a secret
         "red_lines": red,
         "cost_usd": round(cost, 8),
     }

@@ -37,6 +37,7 @@ from app.llm.providers import Provider, create_provider
 from app.llm.retry import RetryBudget, RetryPolicy
 from app.llm.spec import ProviderSpec, parse_provider
 from app.llm.types import ChatRequest, Completion
+from app.redact import install_log_redaction
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class Engine:
     """Runs provider calls with concurrency, rate limits, retries, timeouts, cache, cost."""
 
     def __init__(self, config: EngineConfig | None = None) -> None:
+        install_log_redaction()  # SDK and engine log lines never carry a secret
         self.config = config or EngineConfig()
         self.stats = EngineStats()
         self._policy = self.config.retry_policy()

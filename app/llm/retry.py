@@ -1,7 +1,8 @@
 """Retry policy: exponential backoff with full jitter, honouring ``Retry-After``.
 
-Only failures a provider marks ``retryable`` are retried: HTTP 408/409/429/5xx, timeouts
-and connection errors. 400/401/403/404 and malformed bodies fail at once. The delay
+Only failures a provider marks ``retryable`` are retried: HTTP 408/409/429/5xx, timeouts,
+connection errors and unusable 200 replies (:class:`~app.errors.MalformedReply`).
+400/401/403/404 fail at once. The delay
 before retry ``k`` (k = 1, 2, …) is ``uniform(0, min(max_delay_s, base_delay_s·2^(k-1)))``
 ("full jitter"), raised to the server's ``Retry-After`` when it sends one (capped at
 ``max_retry_after_s``). Besides ``max_attempts`` per call, a :class:`RetryBudget` bounds

@@ -4,9 +4,12 @@ clear, traceback-free exit 2 when the Langfuse variables are missing."""
 
 from __future__ import annotations
 
+import base64
 import json
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 
 def _eval_args(server: Any, out: Any, limit: str = "3") -> list[str]:
@@ -119,3 +122,43 @@ def test_langfuse_without_credentials_exits_2_naming_them(
     assert "LANGFUSE_PUBLIC_KEY" not in result.stderr
     assert "Traceback" not in result.stderr
     assert scripted_llm.server.requests == 0
+
+
+@pytest.mark.parametrize(
+    "echo_paths",
+    [("/",), ("/api/public/dataset-items",)],
+    ids=["every-call", "dataset-items"],
+)
+def test_langfuse_host_echoing_the_secret_key_never_prints_it(
+    echo_paths: tuple[str, ...],
+    planted_keys: dict[str, str],
+    scripted_llm: Any,
+    rag: Any,
+    kit: SimpleNamespace,
+) -> None:
+    """Issue 12: a host that echoed the secret key in its error had it printed in full."""
+    from tests.support.langfuse_server import LangfuseServer
+
+    with LangfuseServer(echo_credentials=True, echo_paths=echo_paths) as server:
+        env = {
+            "LANGFUSE_PUBLIC_KEY": kit.langfuse_public,
+            "LANGFUSE_SECRET_KEY": kit.langfuse_secret,
+            "LANGFUSE_HOST": server.url,
+        }
+        result = rag(*_eval_args(scripted_llm.server, rag.out, limit="1"), extra_env=env)
+        posted = [p for m, p, _ in server.recorder.requests if m == "POST"]
+    assert posted, "the SDK reached the echoing host (else the test proves nothing)"
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "langfuse: upload to" in result.stderr and "failed" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    secret = kit.langfuse_secret
+    basic = base64.b64encode(f"{kit.langfuse_public}:{secret}".encode()).decode()
+    needles = {
+        "LANGFUSE_SECRET_KEY": secret,
+        "its head": secret[:14],
+        "its tail": secret[-14:],
+        "Basic credentials": basic[:24],
+        **planted_keys,
+    }
+    hits = kit.scan_for(needles, rag.written_dirs(), {"out": result.stdout, "err": result.stderr})
+    assert hits == [], (hits, result.stderr)

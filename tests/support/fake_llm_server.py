@@ -8,7 +8,11 @@
 Answers are scripted (:meth:`FakeLLMServer.script`, consumed first-in first-out by any
 request) or come from ``responder(body) -> str`` (default: ``"echo: <last user text>"``).
 Faults: 429 with ``Retry-After``, any status, a hang past the client's timeout, a
-malformed JSON body and a dropped connection. Every response carries a request id
+malformed JSON body, a dropped connection, and the 200 replies that are not a usable
+completion (:func:`bad_body`: an HTML page, an empty body, a cut body, no choices, a
+``null`` message, a wrong content type, …). A ``chooser(n, body) -> Action | None`` picks an
+action per request when the script is empty (the seeded fault mix of
+:mod:`tests.support.chaos_server` is one). Every response carries a request id
 (``x-request-id`` and ``request-id``: ``req_<n>``). ``latency_s`` delays every answer.
 
 Used in-process by the fixtures (a thread) and out-of-process by the benchmark::
@@ -37,6 +41,8 @@ class Action:
 
     kind: str = "reply"
     text: str | None = None
+    body: bytes | None = None  # for "raw": sent as is with content_type
+    content_type: str = "application/json"
     status: int = 200
     retry_after: float | None = None
     seconds: float = 30.0  # for hang
@@ -69,6 +75,68 @@ def malformed() -> Action:
 
 def drop() -> Action:
     return Action("drop")
+
+
+def raw(body: bytes, content_type: str = "application/json", code: int = 200) -> Action:
+    """A reply sent byte for byte (HTTP ``code``, ``content_type``)."""
+    return Action("raw", body=body, content_type=content_type, status=code)
+
+
+_HTML = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+#: 200 replies that are not a usable completion, by name, for both wire formats:
+#: (openai body, anthropic body, content type)
+BAD_BODIES: dict[str, tuple[bytes, bytes, str]] = {
+    "html": (_HTML, _HTML, "text/html; charset=utf-8"),
+    "html_as_json": (_HTML, _HTML, "application/json"),
+    "empty": (b"", b"", "application/json"),
+    "cut_json": (
+        b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess',
+        b'{"id": "x", "type": "message", "content": [{"type": "te',
+        "application/json",
+    ),
+    "not_an_object": (b'["a list"]', b'"a string"', "application/json"),
+    "no_choices": (
+        b'{"id": "x", "object": "chat.completion", "choices": []}',
+        b'{"id": "x", "type": "message", "role": "assistant", "content": []}',
+        "application/json",
+    ),
+    "null_choices": (
+        b'{"id": "x", "object": "chat.completion", "choices": null}',
+        b'{"id": "x", "type": "message", "role": "assistant", "content": null}',
+        "application/json",
+    ),
+    "null_message": (
+        b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": null,'
+        b' "finish_reason": "stop"}]}',
+        b'{"id": "x", "type": "message", "role": "assistant", "content": [{"type": "text",'
+        b' "text": null}], "stop_reason": "end_turn"}',
+        "application/json",
+    ),
+    "null_content": (
+        b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message":'
+        b' {"role": "assistant", "content": null}, "finish_reason": "stop"}]}',
+        b'{"id": "x", "type": "message", "role": "assistant", "content": [{"type": "tool_use",'
+        b' "id": "t", "name": "f", "input": {}}], "stop_reason": "end_turn"}',
+        "application/json",
+    ),
+    "wrong_content_type": (
+        b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message":'
+        b' {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}',
+        b'{"id": "x", "type": "message", "role": "assistant", "content": [{"type": "text",'
+        b' "text": "hi"}], "stop_reason": "end_turn"}',
+        "text/plain",
+    ),
+    "error_object": (
+        b'{"error": {"message": "upstream overloaded", "type": "server_error"}}',
+        b'{"type": "error", "error": {"type": "overloaded_error", "message": "overloaded"}}',
+        "application/json",
+    ),
+}
+
+
+def bad_body(name: str) -> Action:
+    """A 200 reply that is not a usable completion (a key of :data:`BAD_BODIES`)."""
+    return Action("bad_body", text=name)
 
 
 @dataclass
@@ -108,9 +176,11 @@ class FakeLLMServer:
         latency_s: float = 0.0,
         responder: Callable[[Any], str] = default_responder,
         port: int = 0,
+        chooser: Callable[[int, Any], Action | None] | None = None,
     ) -> None:
         self.latency_s = latency_s
         self.responder = responder
+        self.chooser = chooser
         self._port = port
         self._script: collections.deque[Action] = collections.deque()
         self._lock = threading.Lock()
@@ -226,9 +296,15 @@ class FakeLLMServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def _send(self, code: int, payload: bytes, headers: dict[str, str]) -> None:
+            def _send(
+                self,
+                code: int,
+                payload: bytes,
+                headers: dict[str, str],
+                content_type: str = "application/json",
+            ) -> None:
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 for k, v in headers.items():
                     self.send_header(k, v)
@@ -268,7 +344,10 @@ class FakeLLMServer:
                     return
                 rid = f"req_{n}"
                 ids = {"x-request-id": rid, "request-id": rid}
-                action = server._next_action() or Action("reply")
+                action = server._next_action()
+                if action is None and server.chooser is not None:
+                    action = server.chooser(n, body)
+                action = action or Action("reply")
                 if server.latency_s:
                     server._stop.wait(server.latency_s)
                 if action.kind == "hang":
@@ -279,6 +358,14 @@ class FakeLLMServer:
                     return
                 if action.kind == "malformed":
                     self._send(200, b'{"id": "broken", "choices": [', ids)
+                    return
+                if action.kind == "raw":
+                    self._send(action.status, action.body or b"", ids, action.content_type)
+                    return
+                if action.kind == "bad_body":
+                    openai_body, anthropic_body, ctype = BAD_BODIES[action.text or ""]
+                    payload = anthropic_body if fmt == "anthropic" else openai_body
+                    self._send(200, payload, ids, ctype)
                     return
                 if action.kind == "status":
                     extra = dict(ids)

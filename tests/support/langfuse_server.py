@@ -6,7 +6,10 @@
     POST /api/public/scores            202 Accepted
     POST /api/public/otel/v1/traces    OTLP/protobuf (gzip or not), decoded into spans
 
-Anything else gets a 404 and is listed in :attr:`LangfuseRecorder.unknown`. Every request
+Anything else gets a 404 and is listed in :attr:`LangfuseRecorder.unknown`. With
+``echo_credentials=True`` every POST (under ``echo_paths``) fails with a 401 whose body quotes the credentials it
+received (the ``Authorization`` header and the secret key decoded from it), as some hosts
+and proxies do. Every request
 is kept in :attr:`LangfuseRecorder.requests` (JSON bodies decoded, gunzipped first when
 ``Content-Encoding: gzip``) and every ``Authorization`` header in
 :attr:`LangfuseRecorder.auth`.
@@ -35,6 +38,8 @@ class LangfuseRecorder:
     spans: list[dict[str, Any]] = field(default_factory=list)
     auth: set[str] = field(default_factory=set)
     unknown: list[str] = field(default_factory=list)
+    echo_credentials: bool = False
+    echo_paths: tuple[str, ...] = ("/",)
 
     def bodies(self, method: str, path: str) -> list[Any]:
         return [b for m, p, b in self.requests if m == method and p.split("?")[0] == path]
@@ -96,6 +101,22 @@ def _handler(rec: LangfuseRecorder) -> type[BaseHTTPRequestHandler]:
             rec.auth.add(self.headers.get("Authorization", ""))
             raw = self._raw()
             path = self.path.split("?")[0]
+            if rec.echo_credentials and path.startswith(rec.echo_paths):
+                header = self.headers.get("Authorization", "")
+                decoded = ""
+                if header.startswith("Basic "):
+                    decoded = base64.b64decode(header.split(" ", 1)[1]).decode()
+                public, _, secret = decoded.partition(":")
+                rec.requests.append(("POST", path, None))
+                data = json.dumps(
+                    {"error": f"bad key {secret} for {public}", "authorization": header}
+                ).encode()
+                self.send_response_only(401)  # a bare proxy: no Server / Date headers
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             if path == "/api/public/otel/v1/traces":
                 req = ExportTraceServiceRequest()
                 req.ParseFromString(raw)
@@ -157,8 +178,10 @@ def _handler(rec: LangfuseRecorder) -> type[BaseHTTPRequestHandler]:
 class LangfuseServer:
     """Start with ``with LangfuseServer() as server:`` or ``.start()``; stop with ``.stop()``."""
 
-    def __init__(self) -> None:
-        self.recorder = LangfuseRecorder()
+    def __init__(
+        self, *, echo_credentials: bool = False, echo_paths: tuple[str, ...] = ("/",)
+    ) -> None:
+        self.recorder = LangfuseRecorder(echo_credentials=echo_credentials, echo_paths=echo_paths)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 

@@ -10,6 +10,9 @@
 * ``temperature`` is not sent: SDK 2.x speaks API version 2026-10-21, which removed the
   sampling parameters (temperature, top_p, top_k) and answers 400 to any of them. The
   request's temperature still takes part in the cache key.
+* The reply is read raw and checked field by field (:mod:`app.llm.providers.replies`): no
+  text block, a ``null`` text or an error object is a retryable
+  :class:`~app.errors.MalformedReply`.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from app.llm.providers.base import (
     request_id_hook,
     sdk_call,
 )
+from app.llm.providers.replies import anthropic_completion
 from app.llm.spec import ProviderSpec
-from app.llm.types import ChatRequest, Completion, Usage
+from app.llm.types import ChatRequest, Completion
 
 ENV_KEY = "ANTHROPIC_API_KEY"
 
@@ -49,7 +53,8 @@ class AnthropicProvider(Provider):
             event_hooks={"response": [request_id_hook("request-id")]}
         )
         self._client = anthropic.AsyncAnthropic(api_key=key, max_retries=0, http_client=http)
-        self._create = self._client.messages.create  # its lazy imports happen now
+        # raw: the body is checked here, not trusted to the SDK's lenient parse
+        self._create = self._client.messages.with_raw_response.create
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -75,26 +80,12 @@ class AnthropicProvider(Provider):
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
         label = str(self.spec)
         params = self.params(request, model)
-        response, request_id = await sdk_call(
+        raw, request_id = await sdk_call(
             lambda: self._create(**params, timeout=timeout_s),
             sdk=self._sdk,
             label=label,
             secret=self._secret,
         )
-        text = "".join(
-            block.text for block in response.content if getattr(block, "type", "") == "text"
-        )
-        u = response.usage
-        return Completion(
-            text=text,
-            provider="anthropic",
-            model=model,
-            finish_reason=response.stop_reason,
-            usage=Usage(
-                input_tokens=u.input_tokens or 0,
-                output_tokens=u.output_tokens or 0,
-                cache_read_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
-                cache_write_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
-            ),
-            request_id=request_id or response.id,
+        return anthropic_completion(
+            raw.http_response, label=label, model=model, request_id=request_id
         )

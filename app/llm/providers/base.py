@@ -4,7 +4,8 @@ A provider turns a :class:`~app.llm.types.ChatRequest` into a
 :class:`~app.llm.types.Completion` with one attempt and no retries, no cache and no
 concurrency control: that middleware lives once, in :mod:`app.llm.engine`. A failed
 attempt raises :class:`~app.errors.ProviderError` with ``retryable`` set only for
-429 / 5xx / timeouts / connection resets, and ``retry_after`` from the server's headers.
+429 / 5xx / timeouts / connection resets / unusable 200 replies, and ``retry_after`` from
+the server's headers.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, ClassVar
 
-from app.errors import ProviderError
+from app.errors import MalformedReply, ProviderError
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest, Completion
+from app.redact import redact as _redact
 
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
@@ -75,11 +77,9 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """Replace every secret in ``text`` (defence in depth for SDK error messages)."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+    """:func:`app.redact.redact` plus the client's own key (which may not be in the
+    environment when it was passed another way)."""
+    return _redact(text, *secrets)
 
 
 def prompt_messages(request: ChatRequest) -> tuple[str | None, list[tuple[str, str]]]:
@@ -98,7 +98,8 @@ def sdk_error(exc: BaseException, sdk: Any, provider: str, secret: str | None) -
     """Map an exception of a Stainless-generated SDK (openai, anthropic) to ProviderError.
 
     Retryable: HTTP 408/409/429/5xx, timeouts, connection errors (resets, drops).
-    Not retryable: other statuses (400, 401, …), unparseable bodies, anything else.
+    Not retryable: other statuses (400, 401, …), anything else. An unparseable 200 body is
+    retryable (:class:`~app.errors.MalformedReply`): a proxy's page or a cut body is transient.
     """
     status: int | None = None
     request_id: str | None = None
@@ -117,7 +118,7 @@ def sdk_error(exc: BaseException, sdk: Any, provider: str, secret: str | None) -
         status = int(exc.status_code)
         kind, retryable = f"HTTP {status}", status in RETRYABLE_STATUS
     elif isinstance(exc, sdk.APIResponseValidationError | ValueError):
-        kind, retryable = "malformed response body", False
+        kind, retryable = "malformed response body", True  # transient, like MalformedReply
     else:
         kind, retryable = type(exc).__name__, False
     detail = redact(str(exc), secret)[:500]
@@ -176,7 +177,7 @@ async def sdk_call(
         error = sdk_error(exc, sdk, label, secret)
     except ValueError as exc:  # an unparseable body
         request_id = _LAST_REQUEST_ID.get()
-        error = ProviderError(
+        error = MalformedReply(
             f"{label}: malformed response body (request id {request_id}): "
             + redact(str(exc), secret)[:300],
             provider=label,

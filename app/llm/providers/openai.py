@@ -8,6 +8,9 @@
 * Official API: ``max_completion_tokens``; a custom ``base_url`` (vLLM, llama.cpp server,
   LiteLLM) gets the widely supported ``max_tokens``.
 * ``llama2`` / ``text`` chat formats: ``request.prompt_text`` is sent as one user message.
+* The reply is read raw and checked field by field (:mod:`app.llm.providers.replies`): an
+  HTML page, a cut body, no choices or a ``null`` message is a retryable
+  :class:`~app.errors.MalformedReply`, never an ``AttributeError``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from app.errors import ConfigError, ProviderError
+from app.errors import ConfigError
 from app.llm.providers.base import (
     Provider,
     loopback,
@@ -24,8 +27,9 @@ from app.llm.providers.base import (
     request_id_hook,
     sdk_call,
 )
+from app.llm.providers.replies import openai_completion
 from app.llm.spec import ProviderSpec
-from app.llm.types import ChatRequest, Completion, Usage
+from app.llm.types import ChatRequest, Completion
 
 ENV_KEY = "OPENAI_API_KEY"
 NO_KEY_PLACEHOLDER = "sk-no-key-required"
@@ -56,7 +60,8 @@ class OpenAIProvider(Provider):
         self._client = openai.AsyncOpenAI(
             api_key=key, base_url=spec.base_url, max_retries=0, http_client=http
         )
-        self._create = self._client.chat.completions.create  # its lazy imports happen now
+        # raw: the body is checked here, not trusted to the SDK's lenient parse
+        self._create = self._client.chat.completions.with_raw_response.create
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -83,33 +88,10 @@ class OpenAIProvider(Provider):
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
         label = str(self.spec)
         params = self._params(request, model)
-        response, request_id = await sdk_call(
+        raw, request_id = await sdk_call(
             lambda: self._create(**params, timeout=timeout_s),
             sdk=self._sdk,
             label=label,
             secret=self._secret,
         )
-        if not response.choices:
-            raise ProviderError(
-                f"{label}: the response has no choices (request id {request_id})",
-                provider=label,
-                request_id=request_id,
-            )
-        choice = response.choices[0]
-        usage = response.usage
-        cached = 0
-        if usage is not None and usage.prompt_tokens_details is not None:
-            cached = usage.prompt_tokens_details.cached_tokens or 0
-        prompt_tokens = usage.prompt_tokens if usage is not None else 0
-        return Completion(
-            text=choice.message.content or "",
-            provider="openai",
-            model=model,
-            finish_reason=choice.finish_reason,
-            usage=Usage(
-                input_tokens=max(0, prompt_tokens - cached),
-                output_tokens=usage.completion_tokens if usage is not None else 0,
-                cache_read_tokens=cached,
-            ),
-            request_id=request_id or response.id,
-        )
+        return openai_completion(raw.http_response, label=label, model=model, request_id=request_id)

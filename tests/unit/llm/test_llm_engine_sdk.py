@@ -151,18 +151,19 @@ async def test_connection_drop_is_retried(
 async def test_malformed_body_is_an_error_with_provider_and_request_id(
     kind: str, fake_llm_server: FakeLLMServer, engine_factory: EngineFactory
 ) -> None:
-    fake_llm_server.script(malformed())
-    engine = engine_factory(cache=True)
+    # a cut body is transient (issue 12): retried up to max_attempts, then a recorded error
+    fake_llm_server.script(malformed(), malformed())
+    engine = engine_factory(cache=True, max_attempts=2)
     provider = provider_for(kind, fake_llm_server)
     with pytest.raises(ProviderError) as info:
         await engine.generate(provider, chat())
     err = info.value
-    assert err.provider == provider and err.request_id == "req_1"
-    assert "malformed" in str(err) and "req_1" in str(err)
-    assert fake_llm_server.requests == 1  # not retried
+    assert err.provider == provider and err.request_id == "req_2"
+    assert "not JSON" in str(err) and "req_2" in str(err)
+    assert fake_llm_server.requests == 2  # the first try and one retry
     # errors are never cached: the same request goes to the server again
     assert (await engine.generate(provider, chat())).text == "echo: hello"
-    assert fake_llm_server.requests == 2
+    assert fake_llm_server.requests == 3
 
 
 async def test_concurrency_never_exceeds_the_limit(engine_factory: EngineFactory) -> None:
