@@ -79,6 +79,10 @@ def main(argv: list[str] | None = None) -> Any:
 
     install_log_redaction()
     sys.excepthook = _redacting_excepthook
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate in an echoed input never crashes
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         rc = cli.main(args=argv, prog_name="rag", standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else 0)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import json
+import os
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,8 +33,10 @@ from typing import Any, Literal
 
 from app.errors import DatasetError
 from app.eval.datasets import FILE_NAME_RE, schema_path
+from app.limits import case_problems, limit
 from app.paths import datasets_dir, kb_dir
 from app.retrieval.kb import KnowledgeBase, can_read, load_kb
+from app.safe_io import UnsafeInput, is_dir, list_files, read_bytes
 
 Severity = Literal["error", "warning"]
 
@@ -163,8 +166,8 @@ def _show(value: Any, limit: int = 40) -> str:
 
 
 def _display(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    try:  # realpath: Path.resolve raises on a symlink loop
+        return Path(os.path.realpath(path)).relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return path.as_posix()
 
@@ -248,28 +251,10 @@ class Checker:
     # ------------------------------------------------------------------ files
     def check_file(self, path: Path) -> None:
         shown = _display(path)
-        if not path.exists():
-            self.add(
-                shown,
-                None,
-                "",
-                "file or folder not found",
-                "check the path (datasets live in tests/eval/datasets/)",
-                code="unreadable",
-            )
-            self.result.fatal = True
-            return
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            self.add(
-                shown,
-                None,
-                "",
-                f"cannot be read ({exc.strerror})",
-                "check the file's permissions",
-                code="unreadable",
-            )
+        try:  # special files, loops and oversized files are refused before reading
+            data = read_bytes(path, max_bytes=limit("dataset_file_bytes"), what="dataset file")
+        except UnsafeInput as exc:
+            self.add(shown, exc.line, "", exc.problem, exc.fix, code="unreadable")
             self.result.fatal = True
             return
         if FILE_NAME_RE.match(path.name) is None:
@@ -339,6 +324,17 @@ class Checker:
             if not text.strip():
                 blank_lines.append(number)
                 continue
+            if len(raw) > limit("dataset_line_bytes"):
+                self.add(
+                    shown,
+                    number,
+                    "",
+                    f"the line is {len(raw):,} bytes, over the limit of "
+                    f"{limit('dataset_line_bytes'):,}",
+                    "shorten the case's texts (limits: docs/limits.md); the line was not checked",
+                    code="line-too-long",
+                )
+                continue
             if self.check_line(shown, number, text):
                 self.result.files[shown] += 1
         if blank_lines:
@@ -398,6 +394,8 @@ class Checker:
                 "keep only one of them (the last one would win silently)",
                 code="duplicate-field",
             )
+        for fld, problem, fix in case_problems(obj):
+            self.add(file, line, fld, problem, fix, code="limit")
         self.check_schema(file, line, obj)
         self.check_semantics(file, line, obj)
         return True
@@ -829,26 +827,26 @@ def check_paths(
         files = default_paths(folder)
     else:
         for p in given:
-            if p.is_dir():
-                found = sorted(p.glob("*.jsonl"))
-                if not found:
+            if is_dir(p):
+                try:  # an empty folder is an input error, not "0 files checked, ok"
+                    files.extend(list_files(p, "*.jsonl", what="dataset files"))
+                except UnsafeInput as exc:
                     result.issues.append(
-                        Issue(
-                            _display(p),
-                            None,
-                            "",
-                            "folder has no *.jsonl files",
-                            "point at a dataset file or folder",
-                            "warning",
-                            "empty-folder",
-                        )
+                        Issue(_display(p), None, "", exc.problem, exc.fix, "error", "unreadable")
                     )
-                files.extend(found)
+                    result.fatal = True
             else:
                 files.append(p)
-    seen: set[Path] = set()
+    if not files and not result.fatal:
+        shown = _display(folder) if not given else ", ".join(_display(p) for p in given)
+        result.issues.append(
+            Issue(shown, None, "", "no dataset file to check", "point at *.jsonl files",
+                  "error", "unreadable")
+        )  # fmt: skip
+        result.fatal = True
+    seen: set[str] = set()
     for file in files:
-        key = file.resolve()
+        key = os.path.realpath(file)  # never raises on a symlink loop (Path.resolve does)
         if key in seen:
             continue
         seen.add(key)

@@ -1,0 +1,136 @@
+"""The documented input limits, in one place (DESIGN "Input limits"; table in docs/limits.md).
+
+Inside these limits every text step is linear in its input; beyond them the command
+refuses with exit 2 and a message naming the limit, before doing the work. A test keeps
+docs/limits.md equal to :data:`LIMITS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.errors import UserError
+
+__all__ = [
+    "LIMITS",
+    "Limit",
+    "LimitExceeded",
+    "check_chars",
+]
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    value: int
+    unit: str
+    applies_to: str
+
+
+LIMITS: dict[str, Limit] = {
+    limit.name: limit
+    for limit in (
+        Limit("question_chars", 8_000, "characters", "`rag ask` QUESTION; a case's `question`"),
+        Limit("history_turns", 100, "messages", "`rag ask --history`; a case's `history`"),
+        Limit("history_turn_chars", 8_000, "characters", "one history message's `content`"),
+        Limit("history_file_bytes", 2_000_000, "bytes", "the `--history` file"),
+        Limit("variable_chars", 100_000, "characters", "one `rag prompts render --var` value"),
+        Limit("dataset_line_bytes", 256_000, "bytes", "one JSONL line of a dataset"),
+        Limit("dataset_file_bytes", 50_000_000, "bytes", "one dataset file"),
+        Limit("prompt_file_bytes", 512_000, "bytes", "one prompt module"),
+        Limit("prompt_concat_terms", 200, "terms", "`+` terms in one prompt-module literal"),
+        Limit("prompt_nesting", 20, "levels", "list/dict nesting in one prompt-module literal"),
+        Limit("toml_file_bytes", 1_000_000, "bytes", "`releases.toml` / `prompts.lock`"),
+        Limit("report_file_bytes", 500_000_000, "bytes", "one report JSON for `rag eval compare`"),
+    )
+}
+
+
+def limit(name: str) -> int:
+    """The value of the named limit."""
+    return LIMITS[name].value
+
+
+class LimitExceeded(UserError):
+    """An input over one of the documented limits."""
+
+
+def check_chars(text: str, name: str, what: str) -> None:
+    """Refuse ``text`` when it is longer than the limit ``name``."""
+    cap = LIMITS[name]
+    if len(text) > cap.value:
+        raise LimitExceeded(
+            f"{what}: {len(text):,} {cap.unit} is over the limit of {cap.value:,} "
+            f"({cap.name}) — shorten it (limits: docs/limits.md)"
+        )
+
+
+def markdown_table() -> str:
+    """The table docs/limits.md holds (a test compares them)."""
+    rows = ["| limit | value | applies to |", "|---|---:|---|"]
+    rows += [f"| `{x.name}` | {x.value:,} {x.unit} | {x.applies_to} |" for x in LIMITS.values()]
+    return "\n".join(rows)
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The index of the first lone surrogate in ``text`` (not encodable as UTF-8), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def case_problems(obj: dict[str, object]) -> list[tuple[str, str, str]]:
+    """(field, problem, fix) for a dataset case over the limits or holding lone surrogates."""
+    out: list[tuple[str, str, str]] = []
+    question = obj.get("question")
+    cap = LIMITS["question_chars"].value
+    if isinstance(question, str) and len(question) > cap:
+        out.append(
+            ("question", f"{len(question):,} characters is over the limit of {cap:,}",
+             "shorten the question (limits: docs/limits.md)")
+        )  # fmt: skip
+    history = obj.get("history")
+    if isinstance(history, list):
+        turns = LIMITS["history_turns"].value
+        if len(history) > turns:
+            out.append(
+                ("history", f"{len(history):,} messages is over the limit of {turns:,}",
+                 "keep the last turns that matter (limits: docs/limits.md)")
+            )  # fmt: skip
+        chars = LIMITS["history_turn_chars"].value
+        for i, turn in enumerate(history[: turns + 1]):
+            content = turn.get("content") if isinstance(turn, dict) else None
+            if isinstance(content, str) and len(content) > chars:
+                out.append(
+                    (f"history[{i}].content", f"{len(content):,} characters is over the limit "
+                     f"of {chars:,}", "shorten the message (limits: docs/limits.md)")
+                )  # fmt: skip
+    for where, text in _strings(obj, ""):
+        at = lone_surrogate(text)
+        if at is not None:
+            out.append(
+                (where or "(key)", f"holds a lone surrogate {text[at]!r} at character {at + 1}, "
+                 "which is not valid Unicode text", "remove the \\ud800-style escape or write "
+                 "the character itself")
+            )  # fmt: skip
+    return out
+
+
+def _strings(value: object, where: str) -> list[tuple[str, str]]:
+    """Every key and string value inside ``value`` with its field path (iterative)."""
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[object, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            out.append((path, item))
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                sub = f"{path}.{k}" if path else str(k)
+                out.append((sub, str(k)))
+                stack.append((v, sub))
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return out

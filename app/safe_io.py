@@ -1,0 +1,210 @@
+"""Reading user-supplied files safely: refuse what cannot be read *before* reading it.
+
+Every command that opens a file the user names (datasets, prompt modules, ``releases.toml``,
+reports, ``--history``) goes through :func:`read_bytes` / :func:`read_text` /
+:func:`list_files`. They refuse, with one :class:`UnsafeInput` naming the file and the fix:
+
+* a path that does not exist, or a symlink loop (``a.jsonl → a.jsonl``);
+* a directory where a file is expected, and a FIFO, socket or device (``/dev/zero``) —
+  checked with ``stat`` and again on the open descriptor (opened ``O_NONBLOCK``, so a
+  FIFO swapped in between never blocks);
+* a file larger than its limit (:mod:`app.limits`), from its size, before reading; a file
+  that grows while read is cut at limit + 1 byte and refused too;
+* bytes that are not UTF-8 (:func:`read_text` names line and column of the first bad byte);
+* JSON (:func:`load_json`) that does not parse, nests too deep, or holds ``NaN`` /
+  ``Infinity`` (not JSON, and a number no comparison can use) — with line and column.
+
+:func:`list_files` refuses an empty folder: "0 files checked" is an input error, not a pass.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from app.errors import UserError
+
+__all__ = ["UnsafeInput", "check_file", "is_dir", "list_files", "load_json", "read_bytes", "read_text"]
+
+
+class UnsafeInput(UserError):
+    """A user-named file that cannot be read safely; ``str()`` is the one-line message."""
+
+    def __init__(self, path: Path | str, problem: str, fix: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {problem} — {fix}")
+        self.path = str(path)
+        self.problem = problem
+        self.fix = fix
+        self.line = line
+
+
+def _kind(mode: int) -> str | None:
+    """The name of a file type we refuse, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _stat(path: Path, what: str) -> os.stat_result:
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeInput(
+                path, "symlink loop", f"point the link at a real {what} or remove it"
+            ) from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            problem = "broken symlink" if os.path.islink(path) else "not found"
+            raise UnsafeInput(path, problem, f"check the path of the {what}") from None
+        if exc.errno == errno.ENAMETOOLONG:
+            raise UnsafeInput(path, "file name too long", "use a shorter path") from None
+        raise UnsafeInput(
+            path, f"cannot be read ({exc.strerror})", "check the file's permissions"
+        ) from None
+    except ValueError:  # an embedded NUL in the path
+        raise UnsafeInput(repr(str(path)), "invalid path", "remove the NUL character") from None
+
+
+def check_file(path: Path, *, max_bytes: int, what: str = "file") -> int:
+    """Refuse anything but an existing regular file of at most ``max_bytes``; its size."""
+    st = _stat(path, what)
+    kind = _kind(st.st_mode)
+    if kind is not None:
+        raise UnsafeInput(path, f"is {kind}, not a {what}", f"give the path of a regular {what}")
+    if st.st_size > max_bytes:
+        raise UnsafeInput(
+            path,
+            f"{st.st_size:,} bytes is over the {max_bytes:,}-byte limit for a {what}",
+            "split the file or check that it is the right one (limits: docs/limits.md)",
+        )
+    return st.st_size
+
+
+def read_bytes(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (see the module docstring)."""
+    check_file(path, max_bytes=max_bytes, what=what)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise UnsafeInput(
+            path, f"cannot be read ({exc.strerror})", "check the file's permissions"
+        ) from None
+    try:
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind is not None:  # swapped between stat and open
+            raise UnsafeInput(path, f"is {kind}, not a {what}", f"give a regular {what}")
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise UnsafeInput(
+            path, f"cannot be read ({exc.strerror})", "check the file and its permissions"
+        ) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise UnsafeInput(
+            path, f"grew past the {max_bytes:,}-byte limit while being read", "give a stable file"
+        )
+    return data
+
+
+def decode(data: bytes, path: Path | str) -> str:
+    """UTF-8 text of ``data``; a bad byte is an :class:`UnsafeInput` with line and column."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UnsafeInput(
+            path,
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column})",
+            "re-save the file with the encoding 'UTF-8' (is it a binary file?)",
+            line=line,
+        ) from None
+
+
+def read_text(path: Path, *, max_bytes: int, what: str = "file") -> str:
+    """:func:`read_bytes` decoded as UTF-8 (a leading byte-order mark is dropped)."""
+    text = decode(read_bytes(path, max_bytes=max_bytes, what=what), path)
+    return text.removeprefix("\ufeff")
+
+
+def is_dir(path: Path) -> bool:
+    """``Path.is_dir`` that never raises (a too-long name or a loop is simply not a folder)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def list_files(folder: Path, pattern: str, *, what: str) -> list[Path]:
+    """The files matching ``pattern`` in ``folder`` (sorted); an empty folder is refused."""
+    st = _stat(folder, "folder")
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeInput(folder, "is not a folder", f"give the folder that holds the {what}")
+    try:
+        found = sorted(folder.glob(pattern))
+    except OSError as exc:
+        raise UnsafeInput(
+            folder, f"cannot be listed ({exc.strerror})", "check permissions"
+        ) from None
+    if not found:
+        raise UnsafeInput(
+            folder, f"holds no {pattern} file", f"point at a folder with {what}, or at a file"
+        )
+    return found
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} overflows to infinity")
+    return value
+
+
+def parse_json(text: str, path: Path | str, *, what: str = "file") -> Any:
+    """Parse JSON text strictly: errors name line and column; NaN/Infinity and nesting
+    deeper than Python's recursion limit are refused, not crashed on."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise UnsafeInput(
+            path, f"not valid JSON: {exc.msg} at column {exc.colno}",
+            f"fix the {what}'s JSON syntax there", line=exc.lineno,
+        ) from None  # fmt: skip
+    except ValueError as exc:  # NaN / Infinity / -Infinity
+        raise UnsafeInput(
+            path, f"not valid JSON: {exc}", "write a finite number or null (NaN and Infinity "
+            "are not JSON)",
+        ) from None  # fmt: skip
+    except RecursionError:
+        raise UnsafeInput(path, "JSON nested too deeply", f"check the {what}") from None
+
+
+def load_json(path: Path, *, max_bytes: int, what: str = "file") -> Any:
+    """:func:`read_text` + :func:`parse_json`."""
+    return parse_json(read_text(path, max_bytes=max_bytes, what=what), path, what=what)
