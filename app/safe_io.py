@@ -28,7 +28,15 @@ from typing import Any
 
 from app.errors import UserError
 
-__all__ = ["UnsafeInput", "check_file", "is_dir", "list_files", "load_json", "read_bytes", "read_text"]
+__all__ = [
+    "UnsafeInput",
+    "check_file",
+    "is_dir",
+    "list_files",
+    "load_json",
+    "read_bytes",
+    "read_text",
+]
 
 
 class UnsafeInput(UserError):
