@@ -294,11 +294,9 @@ def ruler_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
 
 
 def _is_offline(meta: Mapping[str, Any]) -> bool:
-    for part in ("candidate", "judge"):
-        info = meta.get(part) or {}
-        if info.get("offline") or str(info.get("provider", "")).startswith("offline:"):
-            return True
-    return False
+    """The report's own ``meta.candidate.offline`` / ``meta.judge.offline`` flags (the
+    runner sets them from the parsed model string)."""
+    return any(bool((meta.get(part) or {}).get("offline")) for part in ("candidate", "judge"))
 
 
 def _prompt_labels(

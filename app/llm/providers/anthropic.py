@@ -59,8 +59,11 @@ class AnthropicProvider(Provider):
     async def aclose(self) -> None:
         await self._client.close()
 
-    @staticmethod
-    def params(request: ChatRequest, model: str) -> dict[str, Any]:
+    @classmethod
+    def payload(cls, request: ChatRequest, *, model: str, base_url: str | None) -> dict[str, Any]:
+        """The Messages API body for ``request`` (the one encoder of this API: what
+        ``generate`` sends and ``rag prompts render --json`` prints). ``base_url`` is not
+        part of the body (the SDK reads ``ANTHROPIC_BASE_URL``)."""
         system, turns = prompt_messages(request)
         params: dict[str, Any] = {
             "model": model,
@@ -79,7 +82,7 @@ class AnthropicProvider(Provider):
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
         label = str(self.spec)
-        params = self.params(request, model)
+        params = self.payload(request, model=model, base_url=self.spec.base_url)
         raw, request_id = await sdk_call(
             lambda: self._create(**params, timeout=timeout_s),
             sdk=self._sdk,

@@ -39,6 +39,14 @@ class Provider(ABC):
     def __repr__(self) -> str:  # never shows a key: the spec holds none
         return f"{type(self).__name__}({self.spec.endpoint!r})"
 
+    @classmethod
+    def payload(cls, request: ChatRequest, *, model: str, base_url: str | None) -> dict[str, Any]:
+        """The request body this provider sends for ``request``; ``generate`` must send
+        exactly this (``rag prompts render --json`` prints it). An in-process provider
+        receives the :class:`ChatRequest` itself, so the default is that request as data
+        (what the offline baselines read: messages, variables, metadata)."""
+        return {**request.cache_payload(), "model": model}
+
     @abstractmethod
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
         """One attempt. Raise ProviderError on failure (see the module docstring)."""

@@ -66,7 +66,10 @@ class OpenAIProvider(Provider):
     async def aclose(self) -> None:
         await self._client.close()
 
-    def _params(self, request: ChatRequest, model: str) -> dict[str, Any]:
+    @classmethod
+    def payload(cls, request: ChatRequest, *, model: str, base_url: str | None) -> dict[str, Any]:
+        """The Chat Completions body for ``request`` (the one encoder of this API: what
+        ``generate`` sends and ``rag prompts render --json`` prints)."""
         system, turns = prompt_messages(request)
         messages: list[dict[str, str]] = []
         if system:
@@ -77,7 +80,7 @@ class OpenAIProvider(Provider):
             "messages": messages,
             "temperature": request.temperature,
         }
-        tokens_key = "max_tokens" if self.spec.base_url else "max_completion_tokens"
+        tokens_key = "max_tokens" if base_url else "max_completion_tokens"
         params[tokens_key] = request.max_tokens
         if request.stop:
             params["stop"] = list(request.stop)
@@ -87,7 +90,7 @@ class OpenAIProvider(Provider):
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
         label = str(self.spec)
-        params = self._params(request, model)
+        params = self.payload(request, model=model, base_url=self.spec.base_url)
         raw, request_id = await sdk_call(
             lambda: self._create(**params, timeout=timeout_s),
             sdk=self._sdk,
