@@ -10,9 +10,10 @@ from typing import Any
 import click
 
 from app.errors import UserError
+from app.llm.types import HISTORY_SHAPE, Message, coerce_history
 
 
-def _read_history(path: Path) -> list[dict[str, str]]:
+def _read_history(path: Path) -> tuple[Message, ...]:
     """A JSON list of ``{"role", "content"}`` or JSONL with one such object per line."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -25,21 +26,11 @@ def _read_history(path: Path) -> list[dict[str, str]]:
     except json.JSONDecodeError as exc:
         raise UserError(
             f"--history {path}:{exc.lineno}: not JSON ({exc.msg}) — give a JSON list or JSONL "
-            'of {"role": "user"|"assistant", "content": "..."}'
+            f"of {HISTORY_SHAPE}"
         ) from None
     if not isinstance(data, list):
         raise UserError(f"--history {path}: expected a list of messages")
-    for i, item in enumerate(data, 1):
-        if (
-            not isinstance(item, dict)
-            or item.get("role") not in ("user", "assistant")
-            or not isinstance(item.get("content"), str)
-        ):
-            raise UserError(
-                f"--history {path}: message {i} must be "
-                '{"role": "user"|"assistant", "content": "..."}'
-            )
-    return data
+    return coerce_history(data, source=f"--history {path}")
 
 
 @click.command("ask")
@@ -108,7 +99,7 @@ def cli(
     unknown = [g for g in groups if g not in ACL_GROUPS]
     if unknown:
         raise UserError(f"--acl {','.join(unknown)}: unknown group — use {', '.join(ACL_GROUPS)}")
-    history = _read_history(history_file) if history_file else []
+    history = _read_history(history_file) if history_file else ()
     config = PipelineConfig(
         model=model,
         qa_prompt=qa_prompt,

@@ -19,6 +19,7 @@ import click
 
 from app.errors import ConfigError, PromptError, UserError
 from app.generation.registry import PromptRegistry, PromptSpec, build_registry, default_root
+from app.llm.types import coerce_history
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -193,8 +194,12 @@ def _read_json(path: Path, what: str) -> Any:
     default="auto",
     show_default=True,
 )
+@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True)
 @root_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON; 'request' is the exact body sent."
+)
 def render_cmd(
     name: str,
     model: str,
@@ -202,10 +207,13 @@ def render_cmd(
     vars_file: Path | None,
     history: Path | None,
     chat_format: str,
+    temperature: float,
+    max_tokens: int,
     root: Path | None,
     as_json: bool,
 ) -> None:
-    """Print the assembled request exactly as it would be sent."""
+    """Print the assembled request exactly as it would be sent (--json: the provider's
+    wire body, built by the same encoder the provider sends; never a key or header)."""
     variables: dict[str, Any] = {}
     if vars_file is not None:
         data = _read_json(vars_file, "--vars-file")
@@ -218,19 +226,27 @@ def render_cmd(
             raise ConfigError(f"--var {item!r}: expected KEY=VALUE")
         variables[key] = value.replace("\\n", "\n")
     turns = _read_json(history, "--history") if history is not None else []
-    if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+    if not isinstance(turns, list):
         raise ConfigError(f"--history {history}: expected a JSON list of {{role, content}}")
+    messages = coerce_history(turns, source=f"--history {history}")
     rp = _registry(root).render(
-        name, model=model, variables=variables, history=turns, chat_format=chat_format
+        name, model=model, variables=variables, history=messages, chat_format=chat_format
     )
+    request = rp.to_request(temperature=temperature, max_tokens=max_tokens)
     if as_json:
+        provider = rp.provider
         _echo_json(
             {
                 "prompt_version": rp.qualified_version,
                 "prompt_hash": rp.content_hash,
                 "chat_format": rp.chat_format,
                 "model": rp.model,
-                "request": dict(rp.payload),
+                # the provider whose encoder built "request"; inferred for a bare model id
+                "provider": str(provider),
+                "provider_inferred": rp.ref is None or rp.ref.provider is None,
+                "prompt_text": rp.prompt_text,
+                # exactly the body that provider sends (default sampling; no key, no headers)
+                "request": rp.wire(request),
             }
         )
         return

@@ -7,9 +7,11 @@ provider takes one and returns a :class:`Completion`. Both are frozen and hashab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
+
+from app.errors import UserError
 
 Role = Literal["user", "assistant"]
 # Namespaces in the response cache: generation and judge entries are distinguishable.
@@ -20,6 +22,35 @@ Purpose = Literal["generation", "judge", "rewrite", "summary", "classify", "safe
 class Message:
     role: Role
     content: str
+
+
+HISTORY_SHAPE = '{"role": "user"|"assistant", "content": "<text>"}'
+
+
+def coerce_history(history: Iterable[object] | None, *, source: str = "") -> tuple[Message, ...]:
+    """The one history coercer: :class:`Message`, ``{"role", "content"}`` mappings or objects
+    with those attributes (a dataset ``Turn``) become messages, oldest first.
+
+    Anything else raises :class:`~app.errors.UserError` naming the item (1-based) and the
+    expected shape; ``source`` (e.g. ``"--history chat.json"``) prefixes the message.
+    Roles are not checked for alternation here: a prompt's chat format does that.
+    """
+    out: list[Message] = []
+    for i, item in enumerate(history or (), 1):
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        if isinstance(item, Mapping):
+            role, content = item.get("role"), item.get("content")
+        else:
+            role, content = getattr(item, "role", None), getattr(item, "content", None)
+        if role not in ("user", "assistant") or not isinstance(content, str):
+            shown = repr(item)
+            shown = shown if len(shown) <= 120 else shown[:120] + "…"
+            where = f"{source}: " if source else ""
+            raise UserError(f"{where}history item {i} must be {HISTORY_SHAPE}, got {shown}")
+        out.append(Message(role=cast(Role, role), content=content))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,11 @@ def _check_structure(
         elif spec.system_prompt and "{" + name + "}" in spec.system_prompt:
             assert rp.system is not None and value in rp.system, name
     # the system prompt once, in the place the format puts it
-    if rp.chat_format == "openai":
+    if rp.provider.offline:  # an in-process provider receives the request itself
+        assert rp.payload["system"] == rp.system
+        assert [m[0] for m in rp.payload["messages"]] == [m.role for m in rp.messages]
+        assert rp.payload["variables"] == dict(rp.variables)
+    elif rp.chat_format == "openai":
         roles = [m["role"] for m in rp.payload["messages"]]
         assert roles.count("system") == (1 if rp.system is not None else 0)
         if rp.system is not None:

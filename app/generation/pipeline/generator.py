@@ -19,6 +19,7 @@ lives in a local :class:`_Run`; the shared state (ACL views, rewrite cache) is a
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -26,15 +27,14 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
-from app.errors import UserError
 from app.generation.pipeline import answer_log
 from app.generation.pipeline.assembly import Assembly, layout_for, select
 from app.generation.pipeline.citations import apply_rejection, extract_citations, is_uncertain
 from app.generation.pipeline.config import PipelineConfig
-from app.generation.pipeline.memory import Language, MemoryResult, SummaryMemory, offline_summarize
-from app.generation.pipeline.rewrite import Rewriter, RewriteResult
+from app.generation.pipeline.memory import Language, MemoryResult, Summarizer, SummaryMemory
+from app.generation.pipeline.rewrite import RewriteLLM, Rewriter, RewriteResult
 from app.generation.pipeline.safety import clean, detect_injection, escape_xml
 from app.generation.pipeline.trace import (
     Answer,
@@ -50,7 +50,7 @@ from app.generation.pipeline.trace import (
 )
 from app.generation.registry import PromptRegistry, load_registry
 from app.llm.tokens import get_counter
-from app.llm.types import ChatRequest, Completion, Message
+from app.llm.types import ChatRequest, Completion, Message, coerce_history
 from app.paths import kb_dir
 from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import KnowledgeBase, load_kb
@@ -87,31 +87,6 @@ class _Run:
         self.usage.cached_calls += int(c.cached)
         if c.cost_usd is not None:
             self.cost = (self.cost or 0.0) + c.cost_usd
-
-
-def is_offline(model: str) -> bool:
-    return model.strip().lower().startswith("offline:")
-
-
-def coerce_history(history: Iterable[Any] | None) -> tuple[Message, ...]:
-    """Accept :class:`Message`, ``{"role", "content"}`` mappings or objects with those
-    attributes (e.g. a dataset ``Turn``)."""
-    out: list[Message] = []
-    for i, item in enumerate(history or ()):
-        if isinstance(item, Message):
-            out.append(item)
-            continue
-        if isinstance(item, Mapping):
-            role, content = item.get("role"), item.get("content")
-        else:
-            role, content = getattr(item, "role", None), getattr(item, "content", None)
-        if role not in ("user", "assistant") or not isinstance(content, str):
-            raise UserError(
-                f"history item {i + 1}: expected role 'user'|'assistant' and a string "
-                f"content, got {item!r}"
-            )
-        out.append(Message(role=cast(Any, role), content=content))
-    return tuple(out)
 
 
 _QUESTION_TAGGED = re.compile(r"<[^<>/]+>\s*\{question\}")
@@ -169,22 +144,32 @@ class Pipeline:
         run.account(completion)
         return completion.text, rp.qualified_version
 
-    def _rewrite_llm(self, run: _Run) -> Any:
+    def _rewrite_llm(self, run: _Run, history: Sequence[Message]) -> RewriteLLM:
+        """The rewrite model, called through the engine like the answer model (also the
+        offline baseline: ``offline:extractive`` answers the rewrite prompt with the
+        offline rewriter, which reads the whole conversation from ``metadata["history"]``)."""
         model = self.config.rewrite_model or self.config.model
-        if is_offline(model):
-            return None
+        conversation = json.dumps(
+            [{"role": m.role, "content": m.content} for m in history], ensure_ascii=False
+        )
 
         async def call(prompt_id: str, variables: Mapping[str, str]) -> tuple[str, str]:
             return await self._call(
-                run, model, prompt_id, variables, temperature=0.0, max_tokens=256, purpose="rewrite"
+                run,
+                model,
+                prompt_id,
+                variables,
+                temperature=0.0,
+                max_tokens=256,
+                purpose="rewrite",
+                metadata={"history": conversation},
             )
 
         return call
 
-    def _summarizer(self, run: _Run, language: Language) -> Any:
+    def _summarizer(self, run: _Run, language: Language) -> Summarizer:
+        """The summary model, called through the engine (offline: the offline summariser)."""
         model = self.config.summary_model or self.config.model
-        if is_offline(model):
-            return offline_summarize
         prompt = self.config.summary_prompt or f"summary/summarize_{language}"
 
         async def summarize(summary: str, new_lines: str) -> tuple[str, str | None]:
@@ -260,7 +245,7 @@ class Pipeline:
                 return self._finish(trace, "injection_refused", reply, [], run, started)
 
         # 2. rewrite
-        rw = await self.rewriter.rewrite(query, turns, llm=self._rewrite_llm(run))
+        rw = await self.rewriter.rewrite(query, turns, llm=self._rewrite_llm(run, turns))
         trace.rewrite = _rewrite_trace(rw)
         trace.rewritten_query = rw.rewritten
         if rw.prompt_version:

@@ -136,9 +136,10 @@ class SummaryMemory:
         )
 
 
-async def offline_summarize(summary: str, new_lines: str) -> tuple[str, str | None]:
+def offline_summary(summary: str, new_lines: str) -> str:
     """The deterministic offline summariser (a baseline, not a model): appends a clipped
-    ``问 … / 答 …`` digest of the new pair to the running one-line summary."""
+    ``问 … / 答 …`` digest of the new pair to the running one-line summary. The offline
+    provider answers the ``summary/`` prompt with it (:mod:`app.generation.pipeline.offline`)."""
     parts = []
     for line in new_lines.splitlines():
         _, _, content = line.partition(": ")
@@ -146,4 +147,9 @@ async def offline_summarize(summary: str, new_lines: str) -> tuple[str, str | No
         if content:
             parts.append(content[:40] + ("…" if len(content) > 40 else ""))
     digest = " → ".join(parts)
-    return (f"{summary}；{digest}" if summary else digest), None
+    return f"{summary}；{digest}" if summary else digest
+
+
+async def offline_summarize(summary: str, new_lines: str) -> tuple[str, str | None]:
+    """:func:`offline_summary` as a :data:`Summarizer` (no prompt version: no prompt)."""
+    return offline_summary(summary, new_lines), None

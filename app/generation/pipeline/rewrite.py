@@ -12,9 +12,11 @@ Flow of :meth:`Rewriter.rewrite`:
    ``history``, ``question``), JSON ``{"original", "rewritten"}``; an unparseable answer falls
    back to the original question. Strategy ``disambiguate``: seed 000's
    ``rewrite/disambiguate_zh|en`` (``chat_history``, ``input``), first line of the answer.
-   With an **offline** model there is no LLM: :func:`offline_rewrite`, a deterministic
-   baseline (entity substitution from the candidate list, ellipsis completion from the
-   last user turn), runs instead.
+   The model is always called through the engine; with the **offline** model
+   (``offline:extractive``) the provider answers the rewrite prompt with
+   :func:`offline_rewrite`, a deterministic baseline (entity substitution from the
+   candidate list, ellipsis completion from the last user turn; see
+   :mod:`app.generation.pipeline.offline`), so the offline run takes the same path.
 5. **Cleanup** — 刚才/刚刚/之前/提到的 … are removed from the rewrite (seed §4.3) when the
    user did not write them in the question themselves.
 6. **Over-rewrite guard** (seed §4.1) — :func:`changed_ratio`: the share of the original's
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Literal
 
+from app.errors import ConfigError
 from app.generation.pipeline.memory import Language, format_messages
 from app.llm.types import Message
 from app.retrieval.tokenize import ensure_jieba, has_cjk, tokenize
@@ -397,9 +400,9 @@ class Rewriter:
         self._cache: OrderedDict[str, RewriteResult] = OrderedDict()
         self._cache_size = cache_size
 
-    def _key(self, question: str, history: Sequence[Message], *, offline: bool) -> str:
+    def _key(self, question: str, history: Sequence[Message]) -> str:
         last_two = [[u, a] for u, a in turns(history)[-2:]]
-        blob = json.dumps([self.strategy, offline, last_two, question], ensure_ascii=False)
+        blob = json.dumps([self.strategy, last_two, question], ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     async def rewrite(
@@ -409,7 +412,9 @@ class Rewriter:
         *,
         llm: RewriteLLM | Literal["default"] | None = "default",
     ) -> RewriteResult:
-        """Rewrite ``question``; ``llm`` overrides the constructor's (None: offline)."""
+        """Rewrite ``question``; ``llm`` overrides the constructor's. A question that needs
+        a rewrite and has no model raises :class:`ConfigError` (there is no silent bypass:
+        the offline baseline is a provider too)."""
         model_llm = self.llm if llm == "default" else llm
         if self.strategy == "off":
             return RewriteResult(question, question, "off", False, reason="rewrite disabled")
@@ -420,7 +425,12 @@ class Rewriter:
             return RewriteResult(
                 question, question, self.strategy, False, reason="no pronoun/ellipsis trigger"
             )
-        key = self._key(question, history, offline=model_llm is None)
+        if model_llm is None:
+            raise ConfigError(
+                "Rewriter: no rewrite model; pass llm=… (the pipeline passes its engine-backed "
+                "model, offline:extractive for the offline baseline)"
+            )
+        key = self._key(question, history)
         if key in self._cache:
             self._cache.move_to_end(key)
             return replace(self._cache[key], cached=True)
@@ -435,16 +445,13 @@ class Rewriter:
         question: str,
         history: Sequence[Message],
         trigger: str,
-        llm: RewriteLLM | None,
+        llm: RewriteLLM,
     ) -> RewriteResult:
         candidates = tuple(extract_entities(history))
         version: str | None = None
         reason = "rewritten"
-        if llm is None:
-            raw: str | None = offline_rewrite(question, history)
-            strategy = f"{self.strategy}:offline"
-            called = False
-        elif self.strategy == "disambiguate":
+        raw: str | None
+        if self.strategy == "disambiguate":
             prompt = self.disambiguate_prompt or (
                 "rewrite/disambiguate_zh" if has_cjk(question) else "rewrite/disambiguate_en"
             )

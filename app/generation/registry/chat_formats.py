@@ -1,24 +1,25 @@
-"""Chat formats: one table from model id to format, one renderer per format.
+"""Chat formats: one table from model id to format, one renderer per single-string format.
 
 =========  =====================================================================
-anthropic  ``system`` parameter (one text block marked cacheable) + messages
-openai     a ``system`` message first, then the conversation (OpenAI-compatible)
+anthropic  ``system`` + messages (the Anthropic provider sends the system prompt as
+           one text block marked cacheable)
+openai     ``system`` + messages (the OpenAI provider sends a ``system`` message first)
 llama2     one string, byte-identical to Meta's Llama-2-chat ``chat_template``
-text       one plain string (completion-style servers)
+text       one plain string (a plain transcript)
 =========  =====================================================================
+
+The model string is parsed by :func:`app.llm.spec.parse_model` (the one parser); the body
+sent on the wire is built by the provider (:func:`app.llm.providers.request_payload`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
 
 from app.errors import PromptError
+from app.llm.spec import ModelRef
 from app.llm.types import Message
-
-KNOWN_PROVIDERS = frozenset({"anthropic", "openai", "offline"})
 
 # (fnmatch pattern on the lower-cased bare model id, format); first match wins.
 FORMAT_TABLE: tuple[tuple[str, str], ...] = (
@@ -33,38 +34,11 @@ FORMAT_TABLE: tuple[tuple[str, str], ...] = (
 FORMATS = ("anthropic", "openai", "llama2", "text")
 
 
-@dataclass(frozen=True)
-class ModelRef:
-    """``anthropic:claude-sonnet-4-6`` / ``openai:qwen2-7b@http://…`` / a bare id."""
-
-    raw: str
-    provider: str | None
-    model_id: str
-    base_url: str | None
-
-    @property
-    def offline(self) -> bool:
-        return self.provider == "offline"
-
-
-def parse_model(model: str) -> ModelRef:
-    text = model.strip()
-    if not text:
-        raise PromptError("model id is empty; pass e.g. --model anthropic:claude-sonnet-4-6")
-    provider: str | None = None
-    head, sep, rest = text.partition(":")
-    if sep and head in KNOWN_PROVIDERS:
-        provider, text = head, rest
-    base_url: str | None = None
-    if "@" in text:
-        text, _, base_url = text.partition("@")
-    return ModelRef(model, provider, text, base_url)
-
-
 def format_for(ref: ModelRef) -> str:
+    """The chat format for a parsed model string (offline baselines read the chat form)."""
     if ref.offline:
         return "openai"
-    mid = ref.model_id.lower()
+    mid = ref.model.lower()
     for pattern, fmt in FORMAT_TABLE:
         if fnmatchcase(mid, pattern):
             return fmt
@@ -110,38 +84,12 @@ def text_prompt(system: str | None, messages: Sequence[Message]) -> str:
     return "\n\n".join(parts)
 
 
-def _anthropic(model: str, system: str | None, messages: Sequence[Message]) -> dict[str, Any]:
-    payload: dict[str, Any] = {"model": model}
-    if system is not None:
-        payload["system"] = [
-            {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
-        ]
-    payload["messages"] = [{"role": m.role, "content": m.content} for m in messages]
-    return payload
-
-
-def _openai(model: str, system: str | None, messages: Sequence[Message]) -> dict[str, Any]:
-    msgs: list[dict[str, str]] = []
-    if system is not None:
-        msgs.append({"role": "system", "content": system})
-    msgs += [{"role": m.role, "content": m.content} for m in messages]
-    return {"model": model, "messages": msgs}
-
-
-def _llama2(model: str, system: str | None, messages: Sequence[Message]) -> dict[str, Any]:
-    return {"model": model, "prompt": llama2_prompt(system, messages)}
-
-
-def _text(model: str, system: str | None, messages: Sequence[Message]) -> dict[str, Any]:
-    return {"model": model, "prompt": text_prompt(system, messages)}
-
-
-# format -> (payload builder, single-string renderer or None)
-PayloadBuilder = Callable[[str, str | None, Sequence[Message]], dict[str, Any]]
 TextRenderer = Callable[[str | None, Sequence[Message]], str]
-RENDERERS: dict[str, tuple[PayloadBuilder, TextRenderer | None]] = {
-    "anthropic": (_anthropic, None),
-    "openai": (_openai, None),
-    "llama2": (_llama2, llama2_prompt),
-    "text": (_text, text_prompt),
+# format -> the single-string renderer (None: a chat format, sent as system + messages).
+# The wire body itself is the provider's (app.llm.providers.request_payload), never built here.
+RENDERERS: dict[str, TextRenderer | None] = {
+    "anthropic": None,
+    "openai": None,
+    "llama2": llama2_prompt,
+    "text": text_prompt,
 }

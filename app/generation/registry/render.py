@@ -1,23 +1,24 @@
-"""Rendering a prompt spec for a model: variables in, provider-ready request out."""
+"""Rendering a prompt spec for a model: variables in, provider-ready request out.
+
+The model string is parsed once, by :func:`app.llm.spec.parse_model`: any registered provider
+family renders (``APPLICABLE_MODELS`` is matched on the bare model id). The wire body
+(:meth:`RenderedPrompt.wire`) is built by the provider's own encoder, the one its
+``generate`` sends, so ``rag prompts render --json`` shows exactly what goes out.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, cast
 
 from app.errors import PromptError
-from app.generation.registry.chat_formats import (
-    FORMATS,
-    RENDERERS,
-    ModelRef,
-    check_alternation,
-    format_for,
-    parse_model,
-)
+from app.generation.registry.chat_formats import FORMATS, RENDERERS, check_alternation, format_for
 from app.generation.registry.loader import PromptSpec
-from app.llm.types import ChatRequest, Message, Purpose
+from app.llm.providers import request_payload
+from app.llm.spec import ModelRef, ProviderSpec, parse_model
+from app.llm.types import ChatRequest, Message, Purpose, coerce_history
 
 _PURPOSES = frozenset({"generation", "judge", "rewrite", "summary", "classify", "safety", "other"})
 
@@ -38,7 +39,27 @@ class RenderedPrompt:
     rejection_trigger_keywords: tuple[str, ...] = ()
     response_format: str = "text"
     purpose: str = "other"
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    ref: ModelRef | None = None  # the parsed model string (None only for hand-built records)
+
+    @property
+    def provider(self) -> ProviderSpec:
+        """The provider whose wire body :meth:`wire` builds: the model string's, or for a
+        bare model id the API its chat format implies (``anthropic`` → the Anthropic
+        Messages API, any other → OpenAI Chat Completions at the official endpoint)."""
+        if self.ref is not None and self.ref.provider is not None:
+            return self.ref.provider
+        family = "anthropic" if self.chat_format == "anthropic" else "openai"
+        return ProviderSpec(family=family, model=self.model)
+
+    def wire(self, request: ChatRequest | None = None) -> dict[str, Any]:
+        """The body the provider sends for ``request`` (default: :meth:`to_request`'s
+        defaults). No key or auth header is part of it."""
+        return request_payload(self.provider, request or self.to_request())
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """:meth:`wire` with the default sampling parameters."""
+        return self.wire()
 
     def to_request(
         self,
@@ -79,24 +100,8 @@ class RenderedPrompt:
 def model_allowed(spec: PromptSpec, ref: ModelRef) -> bool:
     if ref.offline:
         return True
-    mid = ref.model_id.lower()
+    mid = ref.model.lower()
     return any(fnmatchcase(mid, p.lower()) for p in spec.applicable_models)
-
-
-def _history(history: Sequence[Message | Mapping[str, str]] | None) -> tuple[Message, ...]:
-    out: list[Message] = []
-    for i, item in enumerate(history or ()):
-        if isinstance(item, Message):
-            out.append(item)
-            continue
-        role, content = item.get("role"), item.get("content")
-        if role not in ("user", "assistant") or not isinstance(content, str):
-            raise PromptError(
-                f"history item {i + 1} must be {{'role': 'user'|'assistant', 'content': str}}, "
-                f"got {dict(item)!r}"
-            )
-        out.append(Message(role=cast(Any, role), content=content))
-    return tuple(out)
 
 
 def render_spec(
@@ -104,13 +109,13 @@ def render_spec(
     *,
     model: str,
     variables: Mapping[str, Any] | None = None,
-    history: Sequence[Message | Mapping[str, str]] | None = None,
+    history: Iterable[object] | None = None,
     chat_format: str = "auto",
 ) -> RenderedPrompt:
     ref = parse_model(model)
     if not model_allowed(spec, ref):
         raise PromptError(
-            f"{spec.qualified} is not for model {ref.model_id!r}; APPLICABLE_MODELS = "
+            f"{spec.qualified} is not for model {ref.model!r}; APPLICABLE_MODELS = "
             f"{list(spec.applicable_models)}. Pick one of those or write a version for this model."
         )
     given = {k: v if isinstance(v, str) else str(v) for k, v in (variables or {}).items()}
@@ -127,18 +132,18 @@ def render_spec(
         )
     system = spec.system_prompt.format(**values) if spec.system_prompt is not None else None
     user = spec.user_template.format(**values)
-    messages = (*_history(history), Message(role="user", content=user))
+    messages = (*coerce_history(history), Message(role="user", content=user))
     check_alternation(messages)
     fmt = format_for(ref) if chat_format == "auto" else chat_format
     if fmt not in RENDERERS:
         raise PromptError(f"unknown chat format {fmt!r}; use auto or one of {list(FORMATS)}")
-    builder, text_renderer = RENDERERS[fmt]
+    text_renderer = RENDERERS[fmt]
     return RenderedPrompt(
         prompt_id=spec.prompt_id,
         qualified_version=spec.qualified,
         content_hash=spec.content_hash,
         chat_format=fmt,
-        model=ref.model_id,
+        model=ref.model,
         model_ref=model,
         system=system,
         messages=messages,
@@ -148,5 +153,5 @@ def render_spec(
         rejection_trigger_keywords=spec.rejection_trigger_keywords,
         response_format=spec.response_format,
         purpose=spec.purpose,
-        payload=builder(ref.model_id, system, messages),
+        ref=ref,
     )

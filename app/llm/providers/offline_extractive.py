@@ -49,6 +49,11 @@ and the rejection answer — never a golden answer or a test's keywords.
 
 The completion reports ``provider="offline"``, ``model="extractive"`` and its request id
 starts with ``baseline-extractive-`` so no report can mistake it for a model.
+
+The pipeline's rewrite and summary prompts (purpose ``rewrite`` / ``summary``) are not
+answered by these rules but by the offline rewriter and summariser
+(:mod:`app.llm.providers.offline_tasks`), request ids ``baseline-rewriter-`` /
+``baseline-summariser-``.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from app.errors import ProviderError
-from app.llm.providers import _text
+from app.llm.providers import _text, offline_tasks
 from app.llm.providers.base import Provider
 from app.llm.types import ChatRequest, Completion, Usage
 
@@ -282,6 +287,10 @@ class ExtractiveProvider(Provider):
     cacheable = False
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
+        task = offline_tasks.task_name(request)
+        if task is not None:  # the pipeline's rewrite / summary prompt: its own baseline
+            text = offline_tasks.load_task(task)(request)
+            return offline_completion(request, text, model, algorithm=task)
         question = question_of(request)
         documents = documents_of(request)
         text, _refused = answer(
@@ -293,8 +302,11 @@ class ExtractiveProvider(Provider):
         return offline_completion(request, text, model)
 
 
-def offline_completion(request: ChatRequest, text: str, model: str) -> Completion:
-    """A Completion with real BPE token counts, zero cost and a ``baseline-`` request id."""
+def offline_completion(
+    request: ChatRequest, text: str, model: str, *, algorithm: str | None = None
+) -> Completion:
+    """A Completion with real BPE token counts, zero cost and a ``baseline-<algorithm>-``
+    request id (``algorithm`` defaults to the model: ``extractive``, ``reference-judge``)."""
     from app.llm.tokens import get_counter
 
     counter = get_counter()
@@ -310,6 +322,6 @@ def offline_completion(request: ChatRequest, text: str, model: str) -> Completio
         model=model,
         finish_reason="stop",
         usage=Usage(input_tokens=counter.count(prompt), output_tokens=counter.count(text)),
-        request_id=f"baseline-{model}-{digest}",
+        request_id=f"baseline-{algorithm or model}-{digest}",
         cost_usd=0.0,
     )

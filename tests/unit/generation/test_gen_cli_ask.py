@@ -70,4 +70,4 @@ def test_ask_bad_history_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": "robot", "content": "x"}]', "utf-8")
     code, _, err = _run(["ask", "年假", "--history", str(bad)], capsys)
-    assert code == 2 and "message 1 must be" in err
+    assert code == 2 and f"--history {bad}: history item 1 must be" in err

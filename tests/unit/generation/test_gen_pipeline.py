@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from app.errors import BudgetExceeded, UserError
-from app.generation.pipeline.generator import Pipeline, PipelineConfig, coerce_history, generate
+from app.generation.pipeline.generator import Pipeline, PipelineConfig, generate
 from app.llm.engine import Engine, EngineConfig
 from app.llm.types import Message as M
+from app.llm.types import coerce_history
 
 if TYPE_CHECKING:
     from conftest import FakeEngine
@@ -98,16 +99,40 @@ async def test_rewrite_called_only_when_triggered_and_dual_recall(
     assert "年假可以结转吗" in qa.variables["question"]
 
 
-async def test_offline_model_uses_offline_rewriter_without_calls(kb_path: Path) -> None:
+async def test_offline_model_rewrites_through_the_engine(kb_path: Path) -> None:
+    """The offline baseline takes the model path: the rewrite prompt is rendered and sent
+    through the engine, and offline:extractive answers it with the offline rewriter."""
     engine = Engine(EngineConfig(cache=False))
     pipe = Pipeline(PipelineConfig(kb_path=kb_path), engine)
     history = [M("user", "年假制度是怎样的？"), M("assistant", "员工年假为每年五天。")]
     answer = await pipe.answer("那结转呢？", history, ["public"])
-    assert answer.trace.rewrite.strategy == "standalone:offline"
+    assert answer.trace.rewrite.strategy == "standalone" and answer.trace.rewrite.called_llm
+    assert answer.trace.prompt_versions["rewrite"] == "rewrite/standalone_v1"
     assert answer.trace.rewritten_query == "年假的结转是什么？"
     assert answer.trace.mode == "strict"
     assert answer.trace.context_chunk_ids == ["kb:pub/leave.md#0"]
-    assert answer.trace.tokens.llm_calls == 1  # only the answer
+    assert answer.trace.tokens.llm_calls == 2  # the rewrite and the answer
+    assert engine.stats.by_provider == {"offline:extractive": 2}
+    await engine.aclose()
+
+
+async def test_offline_summary_goes_through_the_engine(kb_path: Path) -> None:
+    engine = Engine(EngineConfig(cache=False))
+    pipe = Pipeline(PipelineConfig(kb_path=kb_path, max_tokens=1200), engine)
+    history: list[M] = []
+    for i in range(6):
+        history += [
+            M("user", f"第{i}个问题，" + "年假" * 40),
+            M("assistant", f"第{i}个回答。" * 20),
+        ]
+    answer = await pipe.answer("年假可以结转吗", history, ["public"])
+    memory = answer.trace.memory
+    assert memory is not None and memory.summarised_pairs >= 1
+    assert answer.trace.prompt_versions["summary"] == "summary/summarize_zh_v1"
+    # the offline summariser's line: clipped 问/答 digests joined by →
+    assert memory.summary is not None and memory.summary.startswith("第0个问题，年假年假")
+    assert " → 第0个回答。" in memory.summary
+    assert answer.trace.tokens.llm_calls == 1 + memory.summarised_pairs
     await engine.aclose()
 
 

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 
 import pytest
 
+from app.errors import ConfigError
 from app.generation.pipeline.rewrite import (
+    RewriteLLM,
     Rewriter,
     build_history_text,
     changed_ratio,
@@ -17,6 +19,8 @@ from app.generation.pipeline.rewrite import (
     offline_rewrite,
     parse_rewrite_json,
 )
+from app.generation.registry import load_registry
+from app.llm.engine import Engine, EngineConfig
 from app.llm.types import Message as M
 
 ZHANG = [
@@ -31,6 +35,21 @@ HUAWEI = [
     M("user", "帮我查一下华为在2023年发布了哪些旗舰手机？"),
     M("assistant", "发布了Mate 60系列、P60系列等。"),
 ]
+
+
+def offline_model(engine: Engine, history: list[M]) -> RewriteLLM:
+    """The rewrite model seam backed by the real registry and offline:extractive."""
+    registry = load_registry()
+    conversation = json.dumps([{"role": m.role, "content": m.content} for m in history])
+
+    async def call(prompt_id: str, variables: Mapping[str, str]) -> tuple[str, str]:
+        rp = registry.render(prompt_id, model="offline:extractive", variables=variables)
+        request = rp.to_request(purpose="rewrite", metadata={"history": conversation})
+        completion = await engine.generate("offline:extractive", request)
+        assert completion.request_id and completion.request_id.startswith("baseline-rewriter-")
+        return completion.text, rp.qualified_version
+
+    return call
 
 
 class FakeLLM:
@@ -94,9 +113,18 @@ async def test_seed_examples_offline_baseline(
     question: str, history: list[M], expected: str
 ) -> None:
     assert offline_rewrite(question, history) == expected
-    result = await Rewriter("standalone", None).rewrite(question, history)
-    assert result.rewritten == expected and not result.called_llm
-    assert result.strategy == "standalone:offline"
+    async with Engine(EngineConfig(cache=False)) as engine:
+        for strategy in ("standalone", "disambiguate"):
+            model = offline_model(engine, history)
+            result = await Rewriter(strategy, model).rewrite(question, history)  # type: ignore[arg-type]
+            assert result.rewritten == expected and result.called_llm
+            assert result.strategy == strategy and result.prompt_version
+        assert engine.stats.by_provider == {"offline:extractive": 2}
+
+
+async def test_a_rewrite_without_a_model_is_refused() -> None:
+    with pytest.raises(ConfigError, match="no rewrite model"):
+        await Rewriter("standalone", None).rewrite("净利润呢？", ZHANG)
 
 
 async def test_unambiguous_question_skips_the_model() -> None:

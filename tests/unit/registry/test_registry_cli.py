@@ -97,8 +97,11 @@ def test_render_text_and_json(rag: Rag, tmp_path: Path) -> None:
     )
     data = json.loads(r.out)
     assert data["chat_format"] == "llama2"
-    assert data["request"]["prompt"].startswith("<s>[INST] <<SYS>>\nAlways answer")
-    assert data["request"]["prompt"].endswith("Human: hi\nAssistant: [/INST]")
+    assert data["prompt_text"].startswith("<s>[INST] <<SYS>>\nAlways answer")
+    assert data["prompt_text"].endswith("Human: hi\nAssistant: [/INST]")
+    # a bare id: the OpenAI Chat Completions body, the Llama-2 string as one user message
+    assert (data["provider"], data["provider_inferred"]) == ("openai:llama-2-7b-chat", True)
+    assert data["request"]["messages"] == [{"role": "user", "content": data["prompt_text"]}]
 
     r = rag(
         "prompts",

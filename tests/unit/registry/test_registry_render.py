@@ -8,7 +8,8 @@ import pytest
 
 from app.errors import ConfigError, PromptError
 from app.generation.registry import build_registry, default_root, load_registry, render
-from app.generation.registry.chat_formats import format_for, parse_model
+from app.generation.registry.chat_formats import format_for
+from app.llm.spec import parse_model
 from app.llm.types import ChatRequest, Message
 
 VARS = {"question": "年假有几天？", "context": "[1] 入职满一年 5 天。"}
@@ -170,7 +171,7 @@ def test_text_format(reg) -> None:  # type: ignore[no-untyped-def]
 )
 def test_format_table(model: str, fmt: str, mid: str) -> None:
     ref = parse_model(model)
-    assert ref.model_id == mid
+    assert ref.model == mid
     assert format_for(ref) == fmt
 
 
