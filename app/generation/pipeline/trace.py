@@ -33,7 +33,7 @@ class CitationCheck(_Record):
 
 
 class RewriteTrace(_Record):
-    strategy: str  # standalone / standalone:offline / disambiguate / off
+    strategy: str  # standalone / disambiguate / off
     triggered: bool
     trigger: str | None = None
     called_llm: bool = False

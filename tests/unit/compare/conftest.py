@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from app.llm.spec import parse_model
+
 JUDGE_PROMPTS = {
     "judge/faithfulness": {"version": "judge/faithfulness_v1", "hash": "sha256:aaa111"},
     "judge/correctness": {"version": "judge/correctness_v1", "hash": "sha256:bbb222"},
@@ -110,10 +112,10 @@ def build_report(
         "created_at": "2026-11-30T19:00:00Z",
         "partial": False,
         "meta": {
-            "candidate": {"provider": candidate, "offline": candidate.startswith("offline:")},
+            "candidate": {"provider": candidate, "offline": parse_model(candidate).offline},
             "judge": {
                 "provider": judge,
-                "offline": judge.startswith("offline:"),
+                "offline": parse_model(judge).offline,
                 "samples": 3,
                 "prompts": dict(judge_prompts if judge_prompts is not None else JUDGE_PROMPTS),
             },
