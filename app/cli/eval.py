@@ -170,6 +170,29 @@ def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -
     "--refresh-cache", is_flag=True, help="Call the providers again and overwrite the cache."
 )
 @click.option(
+    "--batch",
+    "batch",
+    is_flag=True,
+    help="Send cache-missing calls through the provider's batch API (Anthropic Message "
+    "Batches, OpenAI Batch): about half price, results within 24 h; --resume re-attaches.",
+)
+@click.option(
+    "--batch-poll",
+    "batch_poll_s",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds before the first status poll of a batch (then x1.5, at most 300).",
+)
+@click.option(
+    "--batch-flush",
+    "batch_flush_s",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Submit a batch once no new call has arrived for this many seconds.",
+)
+@click.option(
     "--limit", default=None, type=click.IntRange(1), help="Only the first N cases (by id)."
 )
 @click.option(
@@ -219,6 +242,9 @@ def run_cmd(
     max_cost: float | None,
     no_cache: bool,
     refresh_cache: bool,
+    batch: bool,
+    batch_poll_s: float,
+    batch_flush_s: float,
     limit: int | None,
     allow_weak_judge: bool,
     k: int,
@@ -263,6 +289,9 @@ def run_cmd(
         max_attempts=max_attempts,
         cache=not no_cache,
         refresh_cache=refresh_cache,
+        batch=batch,
+        batch_poll_s=batch_poll_s,
+        batch_flush_s=batch_flush_s,
         limit=limit,
         max_cost=max_cost,
         allow_weak_judge=allow_weak_judge,

@@ -64,6 +64,9 @@ class RunConfig:
     max_attempts: int = 4  # per request, retries included
     cache: bool = True
     refresh_cache: bool = False
+    batch: bool = False  # provider batch APIs for cache-missing calls (app.llm.batch)
+    batch_poll_s: float = 10.0
+    batch_flush_s: float = 2.0
     limit: int | None = None
     max_cost: float | None = None
     allow_weak_judge: bool = False
@@ -81,6 +84,29 @@ class RunConfig:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["prompts"] = tuple(known.get("prompts", ()))
         return cls(**known)
+
+
+def _batcher(config: RunConfig) -> Any:
+    """The batcher for ``--batch`` (None without it); refuses a run it cannot help."""
+    if not config.batch:
+        return None
+    from app.errors import ConfigError
+    from app.llm.batch import BatchConfig, Batcher
+
+    models = [m for m in (config.model, config.judge) if m]
+    if not any(Batcher.handles(parse_provider(m)) for m in models):
+        raise ConfigError(
+            "--batch: neither the model nor the judge has a batch API (anthropic:, openai:); "
+            "the offline baselines answer at once — drop --batch"
+        )
+    if not config.cache:
+        raise ConfigError(
+            "--batch needs the response cache (batch results land there and --resume reads "
+            "them): drop --no-cache"
+        )
+    return Batcher(
+        BatchConfig(poll_initial_s=config.batch_poll_s, flush_idle_s=config.batch_flush_s)
+    )
 
 
 @dataclass
@@ -271,6 +297,7 @@ async def run(
         )
         factory = PipelineFactory(config, None)
         factory.preflight()
+        batcher = _batcher(config)
         if engine is None:
             engine = Engine(
                 EngineConfig(
@@ -281,7 +308,8 @@ async def run(
                     tpm=config.tpm,
                     timeout_s=config.timeout_s,
                     max_attempts=config.max_attempts,
-                )
+                ),
+                batcher=batcher,
             )
         if isinstance(engine, Engine):  # a missing API key fails now, not at case 1
             for provider in (config.model, config.judge):
@@ -328,7 +356,9 @@ async def run(
                 progress.update(result, spent_before + _spent(engine) - engine_spent_at_start)
 
         try:
-            await asyncio.gather(*(worker() for _ in range(max(1, 2 * config.concurrency))))
+            # with --batch every case is in flight at once, so their calls share batches
+            workers = len(todo) if config.batch else 2 * config.concurrency
+            await asyncio.gather(*(worker() for _ in range(max(1, workers))))
         finally:
             calls = _calls(engine) - calls_before
             if own_engine:

@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.errors import ProviderError
 from app.llm.cache import ResponseCache, cache_key
@@ -38,6 +38,9 @@ from app.llm.retry import RetryBudget, RetryPolicy
 from app.llm.spec import ProviderSpec, parse_provider
 from app.llm.types import ChatRequest, Completion
 from app.redact import install_log_redaction
+
+if TYPE_CHECKING:
+    from app.llm.batch import Batcher
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +103,12 @@ class EngineStats:
 class Engine:
     """Runs provider calls with concurrency, rate limits, retries, timeouts, cache, cost."""
 
-    def __init__(self, config: EngineConfig | None = None) -> None:
+    def __init__(
+        self, config: EngineConfig | None = None, *, batcher: Batcher | None = None
+    ) -> None:
         install_log_redaction()  # SDK and engine log lines never carry a secret
         self.config = config or EngineConfig()
+        self.batcher = batcher  # provider batch APIs for cache-missing calls (``--batch``)
         self.stats = EngineStats()
         self._policy = self.config.retry_policy()
         self._budget = RetryBudget(self.config.retry_budget)
@@ -133,6 +139,8 @@ class Engine:
             await provider.aclose()
         if self._cache is not None:
             self._cache.close()
+        if self.batcher is not None:
+            await self.batcher.aclose()
 
     def prepare(self, *providers: str) -> None:
         """Parse the provider strings, check their keys and build their clients now.
@@ -175,7 +183,10 @@ class Engine:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            completion = await self._call(spec, impl, request, sample_index)
+            if self.batcher is not None and self.batcher.handles(spec):
+                completion = await self._batched(spec, impl, request, key, sample_index)
+            else:
+                completion = await self._call(spec, impl, request, sample_index)
         except Exception as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: joiners re-raise it, nobody else needs it
@@ -287,11 +298,34 @@ class Engine:
                 continue
             return self._account(spec, completion, latency, sample_index)
 
+    async def _batched(
+        self, spec: ProviderSpec, impl: Provider, request: ChatRequest, key: str, sample_index: int
+    ) -> Completion:
+        assert self.batcher is not None
+        self.stats.calls += 1
+        self.stats.by_provider[str(spec)] = self.stats.by_provider.get(str(spec), 0) + 1
+        started = time.perf_counter()
+        try:
+            completion = await self.batcher.run(spec, impl, request, key)
+        except ProviderError as exc:
+            exc.provider = exc.provider or str(spec)
+            self.stats.errors += 1
+            raise
+        return self._account(
+            spec, completion, time.perf_counter() - started, sample_index, batch=True
+        )
+
     def _account(
-        self, spec: ProviderSpec, completion: Completion, latency: float, sample_index: int
+        self,
+        spec: ProviderSpec,
+        completion: Completion,
+        latency: float,
+        sample_index: int,
+        *,
+        batch: bool = False,
     ) -> Completion:
         usage = completion.usage
-        cost = cost_usd(spec, usage)
+        cost = cost_usd(spec, usage, batch=batch)
         s = self.stats
         s.completions += 1
         s.input_tokens += usage.input_tokens

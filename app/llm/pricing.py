@@ -49,8 +49,8 @@ def load_prices(path: Path = PRICES_FILE) -> dict[tuple[str, str], Price]:
         raise ConfigError(f"{path}: cannot read the price table: {exc}") from exc
     table: dict[tuple[str, str], Price] = {}
     for family, models in data.items():
-        if not isinstance(models, dict):
-            continue  # as_of, sources
+        if not isinstance(models, dict) or family == "batch_discount":
+            continue  # as_of, sources; the batch discounts are read by load_batch_discounts
         for model, row in models.items():
             try:
                 table[(family, model)] = Price(**{k: float(v) for k, v in row.items()})
@@ -62,13 +62,36 @@ def load_prices(path: Path = PRICES_FILE) -> dict[tuple[str, str], Price]:
     return table
 
 
+@functools.cache
+def load_batch_discounts(path: Path = PRICES_FILE) -> dict[str, float]:
+    """``{family: factor}`` from ``[batch_discount]``: a batch call costs ``factor`` × list."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    raw = data.get("batch_discount", {})
+    out: dict[str, float] = {}
+    for family, factor in raw.items() if isinstance(raw, dict) else ():
+        if not isinstance(factor, int | float) or not 0 < float(factor) <= 1:
+            raise ConfigError(f"{path}: [batch_discount] {family} must be a number in (0, 1]")
+        out[family] = float(factor)
+    return out
+
+
 def price_for(spec: ProviderSpec) -> Price | None:
     if spec.offline:
         return Price(0.0, 0.0)
     return load_prices().get((spec.family, spec.model))
 
 
-def cost_usd(spec: ProviderSpec, usage: Usage) -> float | None:
-    """The cost of one call, or None when the model is not in the price table."""
+def cost_usd(spec: ProviderSpec, usage: Usage, *, batch: bool = False) -> float | None:
+    """The cost of one call, or None when the model is not in the price table. A call made
+    through the provider's batch API costs the family's ``[batch_discount]`` share; a family
+    without one is unpriced in a batch (never a guess)."""
     price = price_for(spec)
-    return None if price is None else round(price.cost(usage), 10)
+    if price is None:
+        return None
+    cost = price.cost(usage)
+    if batch and not spec.offline:
+        factor = load_batch_discounts().get(spec.family)
+        if factor is None:
+            return None
+        cost *= factor
+    return round(cost, 10)

@@ -1,0 +1,248 @@
+"""The batcher: turns cache-missing calls into provider batches and back into completions."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.errors import ProviderError
+from app.llm.batch.apis import BatchAPI, BatchItem, api_for
+from app.llm.batch.store import BatchStore
+from app.llm.providers.base import Provider
+from app.llm.spec import ProviderSpec
+from app.llm.types import ChatRequest, Completion
+
+log = logging.getLogger(__name__)
+
+BATCH_FAMILIES = frozenset({"anthropic", "openai"})
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    flush_idle_s: float = 2.0  # submit when no new call arrived for this long
+    max_requests: int = 10_000  # per batch (Anthropic allows 100k, OpenAI 50k)
+    poll_initial_s: float = 10.0
+    poll_factor: float = 1.5
+    poll_max_s: float = 300.0
+    deadline_s: float = 26 * 3600.0  # both APIs end a batch within 24 h
+    max_rounds: int = 2  # submissions per call: the first + one for an expired/transient item
+    state_path: Path | None = None  # default: <cache dir>/llm/batches.sqlite3
+
+
+@dataclass
+class BatchStats:
+    batches: int = 0
+    requests: int = 0
+    reattached: int = 0  # calls found in a batch submitted by an earlier process
+    resubmitted: int = 0
+    failed: int = 0
+    polls: int = 0
+    by_batch: dict[str, str] = field(default_factory=dict)  # id -> final state
+
+
+@dataclass
+class _Waiter:
+    key: str
+    request: ChatRequest
+    model: str
+    future: asyncio.Future[Completion]
+    rounds: int = 0
+
+
+@dataclass
+class _Group:
+    queue: list[_Waiter] = field(default_factory=list)
+    last_add: float = 0.0
+    task: asyncio.Task[None] | None = None
+
+
+class Batcher:
+    """Give it to :class:`app.llm.engine.Engine` (``Engine(config, batcher=…)``)."""
+
+    def __init__(self, config: BatchConfig | None = None) -> None:
+        self.config = config or BatchConfig()
+        self.stats = BatchStats()
+        if self.config.state_path is not None:
+            path = self.config.state_path
+        else:
+            from app import paths
+
+            path = paths.cache_dir() / "llm" / "batches.sqlite3"
+        self.store = BatchStore(path)
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self._waiting: dict[str, _Waiter] = {}
+        self._pollers: dict[str, asyncio.Task[None]] = {}
+        self._apis: dict[str, BatchAPI] = {}
+
+    @staticmethod
+    def handles(spec: ProviderSpec) -> bool:
+        return spec.family in BATCH_FAMILIES
+
+    def _api(self, spec: ProviderSpec, provider: Provider) -> BatchAPI:
+        api = self._apis.get(spec.endpoint)
+        if api is None:
+            api = self._apis[spec.endpoint] = api_for(provider)
+        return api
+
+    async def run(
+        self, spec: ProviderSpec, provider: Provider, request: ChatRequest, key: str
+    ) -> Completion:
+        """The completion of one call, through a batch (an earlier process's, or a new one)."""
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(key, request, spec.model, loop.create_future())
+        api = self._api(spec, provider)
+        self._waiting[key] = waiter
+        try:
+            pending = self.store.pending(key)
+            if pending is not None:  # submitted by a process that did not see its end
+                self.stats.reattached += 1
+                self._watch(pending.batch_id, api)
+            else:
+                self._enqueue(spec, api, waiter)
+            return await waiter.future
+        finally:
+            if self._waiting.get(key) is waiter:
+                del self._waiting[key]
+
+    def _enqueue(self, spec: ProviderSpec, api: BatchAPI, waiter: _Waiter) -> None:
+        group = self._groups.setdefault((spec.endpoint, spec.model), _Group())
+        group.queue.append(waiter)
+        group.last_add = time.monotonic()
+        if group.task is None or group.task.done():
+            group.task = asyncio.get_running_loop().create_task(self._flusher(spec, api, group))
+
+    async def _flusher(self, spec: ProviderSpec, api: BatchAPI, group: _Group) -> None:
+        cfg = self.config
+        while group.queue:
+            idle = time.monotonic() - group.last_add
+            if idle < cfg.flush_idle_s and len(group.queue) < cfg.max_requests:
+                await asyncio.sleep(cfg.flush_idle_s - idle)
+                continue
+            take, group.queue = group.queue[: cfg.max_requests], group.queue[cfg.max_requests :]
+            take = [w for w in take if not w.future.done()]
+            if not take:
+                continue
+            await self._submit(spec, api, take)
+
+    async def _submit(self, spec: ProviderSpec, api: BatchAPI, take: list[_Waiter]) -> None:
+        items = [BatchItem(custom_id=w.key, request=w.request, model=w.model) for w in take]
+        delay = 2.0
+        for attempt in range(1, 4):
+            try:
+                batch_id = await api.submit(items)
+                break
+            except ProviderError as exc:
+                if not exc.retryable or attempt == 3:
+                    for w in take:
+                        self._fail(w, exc)
+                    return
+                await asyncio.sleep(exc.retry_after or delay)
+                delay *= 2
+        for w in take:
+            w.rounds += 1
+        self.store.record_submitted(
+            batch_id,
+            family=spec.family,
+            endpoint=spec.endpoint,
+            model=spec.model,
+            items=[(w.key, w.key) for w in take],
+        )
+        self.stats.batches += 1
+        self.stats.requests += len(take)
+        log.info("submitted %s batch %s with %d requests", spec, batch_id, len(take))
+        self._watch(batch_id, api)
+
+    def _watch(self, batch_id: str, api: BatchAPI) -> None:
+        task = self._pollers.get(batch_id)
+        if task is None or task.done():
+            self._pollers[batch_id] = asyncio.get_running_loop().create_task(
+                self._poll(batch_id, api)
+            )
+
+    async def _poll(self, batch_id: str, api: BatchAPI) -> None:
+        cfg = self.config
+        started = time.monotonic()
+        wait = cfg.poll_initial_s
+        try:
+            while True:
+                try:
+                    status = await api.status(batch_id)
+                    self.stats.polls += 1
+                except ProviderError as exc:
+                    if not exc.retryable:
+                        self._fail_batch(batch_id, exc)
+                        return
+                    status = None
+                if status is not None and status.ended:
+                    break
+                if time.monotonic() - started > cfg.deadline_s:
+                    self._fail_batch(
+                        batch_id,
+                        ProviderError(
+                            f"batch {batch_id} did not end within {cfg.deadline_s:g}s; it stays "
+                            "recorded, and --resume re-attaches to it"
+                        ),
+                        keep=True,
+                    )
+                    return
+                await asyncio.sleep(wait)
+                wait = min(cfg.poll_max_s, wait * cfg.poll_factor)
+            try:
+                results = await api.results(batch_id)
+            except ProviderError as exc:
+                self._fail_batch(batch_id, exc)
+                return
+            self.stats.by_batch[batch_id] = status.state
+            self._deliver(batch_id, api, results)
+            self.store.finish(batch_id, "ended")
+        finally:
+            self._pollers.pop(batch_id, None)
+
+    def _deliver(
+        self, batch_id: str, api: BatchAPI, results: dict[str, Completion | ProviderError]
+    ) -> None:
+        for custom_id, key in self.store.items_of(batch_id).items():
+            waiter = self._waiting.get(key)
+            if waiter is None or waiter.future.done():
+                continue  # nobody in this process waits for it (another case set, or done)
+            result = results.get(custom_id) or ProviderError(
+                f"batch {batch_id}: no result for request {custom_id[:12]}…", retryable=True
+            )
+            if isinstance(result, Completion):
+                waiter.future.set_result(result)
+            elif result.retryable and waiter.rounds < self.config.max_rounds:
+                self.stats.resubmitted += 1
+                spec = _spec_of(api, waiter.model)
+                self._enqueue(spec, api, waiter)
+            else:
+                self._fail(waiter, result)
+
+    def _fail(self, waiter: _Waiter, exc: ProviderError) -> None:
+        if not waiter.future.done():
+            self.stats.failed += 1
+            waiter.future.set_exception(exc)
+
+    def _fail_batch(self, batch_id: str, exc: ProviderError, *, keep: bool = False) -> None:
+        for key in self.store.items_of(batch_id).values():
+            waiter = self._waiting.get(key)
+            if waiter is not None:
+                self._fail(waiter, exc)
+        if not keep:
+            self.store.finish(batch_id, "failed")
+
+    async def aclose(self) -> None:
+        for task in [*self._pollers.values(), *(g.task for g in self._groups.values() if g.task)]:
+            task.cancel()
+        self._pollers.clear()
+        self.store.close()
+
+
+def _spec_of(api: BatchAPI, model: str) -> ProviderSpec:
+    provider: Provider = getattr(api, "provider")  # noqa: B009 - both adapters have one
+    return ProviderSpec(family=provider.spec.family, model=model, base_url=provider.spec.base_url)
+
+
+__all__ = ["BatchConfig", "BatchStats", "Batcher"]

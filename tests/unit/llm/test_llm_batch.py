@@ -1,0 +1,155 @@
+"""Provider batch APIs behind the engine, against a local fake speaking both APIs' shapes
+through the official SDKs: one batch for many calls, results in the cache, batch prices,
+partial failures, expiry with resubmission, and re-attaching after a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.errors import ProviderError
+from app.llm.batch import BatchConfig, Batcher
+from app.llm.engine import Engine, EngineConfig
+from app.llm.pricing import PRICES_FILE
+from app.llm.types import ChatRequest, Message
+from tests.support.fake_batch_server import FakeBatchServer
+
+FAST = {"flush_idle_s": 0.05, "poll_initial_s": 0.01, "poll_factor": 1.0, "poll_max_s": 0.01}
+
+
+def _req(i: int) -> ChatRequest:
+    return ChatRequest(
+        model="m", system="你是助手", messages=(Message("user", f"问题 {i}"),), max_tokens=64
+    )
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    return str(request.param)
+
+
+def _provider(api: str, server: FakeBatchServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    if api == "openai":
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch-0000")
+        return f"openai:gpt-4o-mini@{server.url}/v1"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-batch-0000")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    return "anthropic:claude-haiku-4-5"
+
+
+def _engine(tmp: Path, **batch: Any) -> Engine:
+    return Engine(
+        EngineConfig(cache_path=tmp / "responses.sqlite3", concurrency=4),
+        batcher=Batcher(BatchConfig(state_path=tmp / "batches.sqlite3", **{**FAST, **batch})),
+    )
+
+
+async def _run(engine: Engine, provider: str, n: int) -> list[Any]:
+    try:
+        return await asyncio.gather(
+            *(engine.generate(provider, _req(i)) for i in range(n)), return_exceptions=True
+        )
+    finally:
+        await engine.aclose()
+
+
+def _list_price(api: str, model: str) -> dict[str, float]:
+    data = tomllib.loads(PRICES_FILE.read_text("utf-8"))
+    return {k: float(v) for k, v in data[api][model].items()}
+
+
+async def test_many_calls_become_one_batch_at_half_price(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeBatchServer(polls_to_end=3) as server:
+        provider = _provider(api, server, monkeypatch)
+        engine = _engine(tmp_path)
+        results = await _run(engine, provider, 25)
+        assert server.stats["batches"] == 1 and server.stats["requests"] == 25
+        assert server.stats["polls"] >= 3
+        assert [r.text for r in results] == [f"echo: 问题 {i}" for i in range(25)]
+        # the price: list price × 0.5, computed here from prices.toml by hand
+        model = provider.split(":", 1)[1].split("@")[0]
+        price = _list_price(api, model)
+        for r in results:
+            u = r.usage
+            list_cost = (u.input_tokens * price["input"] + u.output_tokens * price["output"]) / 1e6
+            assert r.cost_usd == pytest.approx(0.5 * list_cost, rel=1e-9)
+        assert engine.stats.calls == 25 and engine.stats.errors == 0
+
+    # the results are in the response cache: a run without a batcher pays nothing
+    plain = Engine(EngineConfig(cache_path=tmp_path / "responses.sqlite3"))
+    try:
+        again = await plain.generate(provider, _req(3))
+    finally:
+        await plain.aclose()
+    assert again.cached and again.text == "echo: 问题 3" and plain.stats.calls == 0
+
+
+async def test_a_failed_request_is_that_call_s_error_the_rest_succeed(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad: set[str] = set()
+
+    def errored(custom_id: str) -> bool:
+        if len(bad) < 3 and custom_id not in bad:
+            bad.add(custom_id)
+        return custom_id in bad
+
+    with FakeBatchServer(errored=errored) as server:
+        provider = _provider(api, server, monkeypatch)
+        results = await _run(_engine(tmp_path), provider, 10)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        assert len(failures) == 3 and all(isinstance(f, ProviderError) for f in failures)
+        assert all("fake: bad request" in str(f) for f in failures)
+        assert server.stats["batches"] == 1  # an invalid request is not resubmitted
+        assert sum(1 for r in results if not isinstance(r, BaseException)) == 7
+
+
+async def test_an_expired_batch_resubmits_only_what_did_not_run(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeBatchServer(expire_first=1, expire_keep=4) as server:
+        provider = _provider(api, server, monkeypatch)
+        results = await _run(_engine(tmp_path), provider, 12)
+        assert not [r for r in results if isinstance(r, BaseException)]
+        assert server.stats["batches"] == 2 and server.stats["requests"] == 12 + 8
+
+
+async def test_expired_twice_is_an_error_not_a_loop(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeBatchServer(expire_first=10, expire_keep=0) as server:
+        provider = _provider(api, server, monkeypatch)
+        results = await _run(_engine(tmp_path, max_rounds=2), provider, 3)
+        assert all(isinstance(r, ProviderError) for r in results)
+        assert server.stats["batches"] == 2
+
+
+async def test_a_restarted_process_reattaches_to_the_running_batch(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeBatchServer(polls_to_end=10**9) as server:
+        provider = _provider(api, server, monkeypatch)
+        first = _engine(tmp_path)
+        tasks = [asyncio.create_task(first.generate(provider, _req(i))) for i in range(6)]
+        for _ in range(500):  # until the batch is submitted and polled once
+            if server.stats["polls"] >= 1:
+                break
+            await asyncio.sleep(0.01)
+        assert server.stats["batches"] == 1
+        for t in tasks:  # the process "dies": its waiting calls are gone
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await first.aclose()
+
+        server.polls_to_end = 0  # the provider finishes the batch meanwhile
+        second = _engine(tmp_path)
+        results = await _run(second, provider, 6)
+        assert [r.text for r in results] == [f"echo: 问题 {i}" for i in range(6)]
+        assert server.stats["batches"] == 1 and server.stats["requests"] == 6  # nothing twice
+        assert second.batcher is not None and second.batcher.stats.reattached == 6
