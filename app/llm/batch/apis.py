@@ -100,10 +100,12 @@ class AnthropicBatches:
         return response
 
     async def submit(self, items: Sequence[BatchItem]) -> str:
-        from app.llm.providers.anthropic import AnthropicProvider
-
+        spec = self.provider.spec
         requests = [
-            {"custom_id": it.custom_id, "params": AnthropicProvider.params(it.request, it.model)}
+            {
+                "custom_id": it.custom_id,
+                "params": self.provider.payload(it.request, model=it.model, base_url=spec.base_url),
+            }
             for it in items
         ]
         batch = await self._sdk(lambda: self._client.messages.batches.create(requests=requests))
@@ -190,7 +192,9 @@ class OpenAIBatches:
                     "custom_id": it.custom_id,
                     "method": "POST",
                     "url": self.endpoint,
-                    "body": self.provider._params(it.request, it.model),
+                    "body": self.provider.payload(
+                        it.request, model=it.model, base_url=self.provider.spec.base_url
+                    ),
                 },
                 ensure_ascii=False,
             )
