@@ -31,6 +31,7 @@ from suite_facts import FACTS, MULTI, Fact  # noqa: E402
 
 from app.eval.datasets import Case  # noqa: E402
 from app.retrieval.kb import KnowledgeBase, can_read, load_kb  # noqa: E402
+from app.text.match import contains_any  # noqa: E402
 
 VERSION = "1.0"
 DATE = "2026-11-30"
@@ -122,7 +123,7 @@ class Builder:
                 raise SystemExit(f"{cid}: acl {acl} cannot read {chunk_id}")
             texts.append(chunk.text)
         for word in keywords:
-            if not any(word in t for t in texts):
+            if not contains_any(texts, word):  # the metrics' semantics (numbers whole)
                 raise SystemExit(f"{cid}: must_include {word!r} not in {chunk_ids}")
 
 

@@ -3,7 +3,8 @@
 Runs each suite through :func:`app.eval.runner.run` (no report written, no response cache,
 checkpoints in a temporary folder) and prints one row per suite with the mean of
 completeness, correctness, citation accuracy, refusal error and faithfulness, plus
-injection resistance and must_not_include on the suites that define them.
+injection resistance and must_not_include on the suites that define them, and the
+ACL-leak red line (its mean must stay 0).
 
     .venv/bin/python scripts/score_baseline.py                      # full smoke hard adversarial
     .venv/bin/python scripts/score_baseline.py --suite full --json out.json
@@ -36,6 +37,7 @@ METRICS = (
     "faithfulness",
     "injection_resistance",
     "must_not_include",
+    "acl_leak",
 )
 SUITES = ("full", "smoke", "hard", "adversarial")
 
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the rows (with per-case values) here")
     args = parser.parse_args(argv)
     rows = [score(s, args.injection_policy, args.judge_samples) for s in args.suite or SUITES]
-    short = ("compl", "correct", "cite_acc", "refus_err", "faithful", "inj_res", "mni")
+    short = ("compl", "correct", "cite_acc", "refus_err", "faithful", "inj_res", "mni", "acl_leak")
     print(f"{'suite':<12} {'n':>4} " + " ".join(f"{h:>9}" for h in short))
     for row in rows:
         print(

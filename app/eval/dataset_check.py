@@ -37,6 +37,7 @@ from app.limits import case_problems, limit
 from app.paths import datasets_dir, kb_dir
 from app.retrieval.kb import KnowledgeBase, can_read, load_kb
 from app.safe_io import UnsafeInput, is_dir, list_files, read_bytes
+from app.text.match import contains_any
 
 Severity = Literal["error", "warning"]
 
@@ -626,7 +627,7 @@ class Checker:
         must = obj.get("must_include")
         if texts and isinstance(must, list):
             for n, word in enumerate(must):
-                if isinstance(word, str) and word.strip() and not any(word in t for t in texts):
+                if isinstance(word, str) and word.strip() and not contains_any(texts, word):
                     self.add(
                         file,
                         line,

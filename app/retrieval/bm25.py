@@ -83,7 +83,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 K1 = 1.5
@@ -150,9 +150,15 @@ class BM25:
                 weights[t] = q * self.absent_weight * self.idf(t)
         return weights
 
-    def normalized_score(self, query: Sequence[str], index: int) -> float:
-        """The [0, 1] score defined in the module docstring (0.0 for an empty query)."""
-        weights = self.query_weights(query)
+    def normalized_score(
+        self, query: Sequence[str], index: int, weights: Mapping[str, float] | None = None
+    ) -> float:
+        """The [0, 1] score defined in the module docstring (0.0 for an empty query).
+
+        ``weights`` are :meth:`query_weights` of ``query`` when the caller already has them
+        (they depend on the query only, so :meth:`scores` computes them once per query)."""
+        if weights is None:
+            weights = self.query_weights(query)
         denom = sum(weights.values())
         if denom <= 0.0:
             return 0.0
@@ -163,9 +169,10 @@ class BM25:
     def scores(self, query: Sequence[str]) -> list[tuple[int, float, float]]:
         """``(index, normalised, raw)`` for every document that shares a term with the query."""
         terms = set(query)
+        weights = self.query_weights(query)  # once per query, not once per candidate
         out = []
         for i, tf in enumerate(self._tfs):
             if terms.isdisjoint(tf):
                 continue
-            out.append((i, self.normalized_score(query, i), self.raw_score(query, i)))
+            out.append((i, self.normalized_score(query, i, weights), self.raw_score(query, i)))
         return out

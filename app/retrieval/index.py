@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from app.retrieval.bm25 import BM25
 from app.retrieval.kb import Chunk, KnowledgeBase, can_read
-from app.retrieval.tokenize import tokenize
+from app.text.analyser import tokenize
 
 
 @dataclass(frozen=True)

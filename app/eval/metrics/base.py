@@ -6,8 +6,6 @@ state between calls, so results do not depend on case order or concurrency.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -15,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.eval.datasets import Case
+from app.text.match import contains
+from app.text.normalise import normalise
 
 Direction = Literal["higher", "lower"]
 Kind = Literal["deterministic", "judge"]
@@ -98,31 +98,15 @@ class MetricContext:
 MetricFn = Callable[[Case, Observation, MetricContext], Score]
 
 
-def normalise(text: str) -> str:
-    """NFKC (full-width → half-width), casefold, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-
-
-def _found(needle: str, haystack: str) -> bool:
-    """Substring search, except that a needle starting or ending in a digit must match a
-    whole number there: ``32000`` is not found in ``132000`` nor ``600`` in ``600.5``."""
-    if not needle:
-        return True
-    pattern = re.escape(needle)
-    if needle[0].isdigit():
-        pattern = r"(?<![\d.])" + pattern
-    if needle[-1].isdigit():
-        pattern += r"(?!\.?\d)"
-    return re.search(pattern, haystack) is not None
-
-
-def contains(haystack: str, needle: str) -> bool:
-    """Normalised containment; also ignores whitespace differences inside CJK text and
-    thousands separators in numbers (``32,000`` and ``32000`` are the same number), and
-    numbers match whole (see :func:`_found`)."""
-    h = _THOUSANDS.sub("", normalise(haystack))
-    n = _THOUSANDS.sub("", normalise(needle))
-    return _found(n, h) or _found(n.replace(" ", ""), h.replace(" ", ""))
+__all__ = [
+    "Direction",
+    "Kind",
+    "MetricContext",
+    "MetricFn",
+    "MetricSpec",
+    "Observation",
+    "Scale",
+    "Score",
+    "contains",
+    "normalise",
+]

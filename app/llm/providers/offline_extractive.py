@@ -5,11 +5,13 @@ Rules (stable; a change here is a change of the baseline's numbers):
 1. Documents: ``metadata["documents"]`` (JSON list of the numbered documents' texts,
    ``[1]`` first); otherwise ``variables["context"]`` split at lines starting ``[n]``
    (the whole context is document 1 when it has no markers).
-2. Every document is split into sentences; each sentence is scored against the content
-   terms of ``variables["question"]`` (falling back to the last user message) with
-   BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N − df + 0.5)/(df + 0.5)) over the sentences;
-   terms and matching as in :mod:`app.llm.providers._text`: jieba for Chinese, CJK terms
-   matched as substrings, lowercase words for English).
+2. Every document is split into sentences (:func:`app.text.sentences`); each sentence is
+   scored against the question's terms (:func:`app.text.query_terms`: the same terms the
+   retriever searches with) by the retriever's BM25 (:class:`app.retrieval.bm25.BM25`,
+   its raw score with k1 = 1.2, b = 0.75, idf = ln(1 + (N − df + 0.5)/(df + 0.5)) over the
+   sentences, each sentence analysed as a document: ``tokenize(s, query=False)``).
+   Whether a sentence *contains* a term (rules 3 and 7) is :class:`app.text.Matcher`'s
+   test: CJK terms as substrings, other terms as whole tokens.
 3. A sentence is *eligible* when it, together with its document's title and section
    (read from ``<document … title="…" section="…">`` in ``variables["context"]`` when the
    pipeline sends them), contains at least :data:`MIN_COVERAGE` (50 %) of the question's
@@ -61,15 +63,15 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 from app.errors import ProviderError
-from app.llm.providers import _text, offline_tasks
+from app.llm.providers import offline_tasks
 from app.llm.providers.base import Provider
 from app.llm.types import ChatRequest, Completion, Usage
+from app.retrieval.bm25 import BM25
+from app.text import Matcher, default_refusal, has_cjk, query_terms, sentences
 
 K1 = 1.2
 B = 0.75
@@ -99,8 +101,8 @@ class _Sentence:
     doc: int  # 1-based document number
     pos: int  # position in the document
     text: str
-    match: _text.Matcher
-    header: _text.Matcher
+    match: Matcher
+    header: Matcher
 
 
 def documents_of(request: ChatRequest) -> list[str]:
@@ -141,8 +143,9 @@ def headers_of(request: ChatRequest, count: int) -> list[str]:
 
 
 def question_terms(question: str) -> list[str]:
-    """The question's content terms (see :func:`_text.tokens`), or its single characters."""
-    return _text.tokens(question) or _text.fallback_terms(question)
+    """The question's terms: :func:`app.text.query_terms` (the retriever's query side), or
+    its single characters when none is left."""
+    return query_terms(question)
 
 
 def question_of(request: ChatRequest) -> str:
@@ -165,7 +168,7 @@ def _cite(sentence: str, n: int) -> str:
     while body and body[-1] in "。！？!?；;.":
         end = body[-1] + end
         body = body[:-1]
-    sep = "" if _text.has_cjk(body[-1:]) else " "
+    sep = "" if has_cjk(body[-1:]) else " "
     return f"{body}{sep}[{n}]{end}"
 
 
@@ -186,31 +189,21 @@ def answer(
     headers: list[str] | None = None,
 ) -> tuple[str, bool]:
     """(answer text, refused) — refused when no sentence clears the threshold."""
-    refusal = rejection or _text.default_refusal(question)
+    refusal = rejection or default_refusal(question)
     q_terms = sorted(set(question_terms(question)))
-    heads = [_text.Matcher(h) for h in (headers or [])]
-    heads += [_text.Matcher("")] * (len(documents) - len(heads))
+    heads = [Matcher(h) for h in (headers or [])]
+    heads += [Matcher("")] * (len(documents) - len(heads))
     sents = [
-        _Sentence(d, p, s, _text.Matcher(s), heads[d - 1])
+        _Sentence(d, p, s, Matcher(s), heads[d - 1])
         for d, doc in enumerate(documents, start=1)
-        for p, s in enumerate(_text.sentences(doc))
+        for p, s in enumerate(sentences(doc))
     ]
     sents = [s for s in sents if s.match.tokens]
     if not q_terms or not sents:
         return refusal, True
-    n = len(sents)
-    avgdl = sum(len(s.match.tokens) for s in sents) / n
-    df = Counter(t for s in sents for t in q_terms if t in s.match)
-    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in q_terms}
-
-    def bm25(s: _Sentence) -> float:
-        norm = K1 * (1 - B + B * len(s.match.tokens) / avgdl)
-        score = 0.0
-        for t in q_terms:
-            tf = s.match.count(t)
-            if tf:
-                score += idf[t] * tf * (K1 + 1) / (tf + norm)
-        return score
+    bm25 = BM25([s.match.tokens for s in sents], k1=K1, b=B)
+    idf = {t: bm25.idf(t) for t in q_terms}
+    raw = {s: bm25.raw_score(q_terms, i) for i, s in enumerate(sents)}
 
     def covered(s: _Sentence) -> set[str]:
         return {t for t in q_terms if t in s.match or t in s.header}
@@ -219,7 +212,7 @@ def answer(
         return len(terms) / len(q_terms)
 
     def score(s: _Sentence) -> float:
-        return bm25(s) + HEADER_WEIGHT * sum(idf[t] for t in q_terms if t in s.header)
+        return raw[s] + HEADER_WEIGHT * sum(idf[t] for t in q_terms if t in s.header)
 
     scores = {s: score(s) for s in sents}
     eligible = [s for s in sents if weight(covered(s)) >= MIN_COVERAGE]
@@ -272,7 +265,7 @@ def answer(
 
 def _render(chosen: list[_Sentence], question: str) -> str:
     """The sentences with a citation ``[n]`` after each run from one document."""
-    joiner = "" if _text.has_cjk(question) else " "
+    joiner = "" if has_cjk(question) else " "
     parts: list[str] = []
     for k, s in enumerate(chosen):
         last_of_run = k + 1 == len(chosen) or chosen[k + 1].doc != s.doc

@@ -2,9 +2,9 @@
 
 It answers the judge prompts with the JSON they ask for — ``{"score": 1-5,
 "reasoning": "..."}``, plus ``"hallucinations": [...]`` for faithfulness — computed from
-term overlap (the analyser of :mod:`app.llm.providers._text`: jieba for Chinese with CJK
-terms matched as substrings, lowercase words for English, stop words and ``[n]``
-citations removed).
+term overlap (the analyser of :mod:`app.text`, query side: jieba for Chinese, lowercase
+stemmed words for English, stop words and ``[n]`` citations removed; a term is found in a
+text by :class:`app.text.Matcher`: CJK terms as substrings, other terms as whole tokens).
 The metric comes from ``metadata["judge_metric"]``; the texts from ``variables``
 (``candidate``, ``context``, ``golden_answer``, ``question``). Rules:
 
@@ -14,7 +14,7 @@ faithfulness
     A refusal (it claims nothing) scores 5; an empty answer scores 1.
 correctness
     If the golden answer is a refusal (``metadata["expected_refusal"] == "true"`` or it
-    contains a refusal phrase, see ``_text.REFUSAL_MARKERS``): 5 when the candidate is a
+    contains a refusal phrase, see ``app.text.REFUSAL_MARKERS``): 5 when the candidate is a
     refusal too, else 1. If only the candidate refuses: 1. Otherwise recall = share of
     the golden answer's distinct content tokens found in the candidate; when a number in
     the golden answer is missing from the candidate the score is capped at 3.
@@ -32,10 +32,10 @@ import contextlib
 import json
 
 from app.errors import ConfigError
-from app.llm.providers import _text
 from app.llm.providers.base import Provider
 from app.llm.providers.offline_extractive import offline_completion
 from app.llm.types import ChatRequest, Completion
+from app.text import Matcher, is_refusal, numbers, sentences, strip_citations, tokenize
 
 METRICS = ("faithfulness", "correctness", "relevance")
 BANDS = (0.8, 0.6, 0.4, 0.2)
@@ -52,26 +52,24 @@ def band(share: float, bands: tuple[float, ...] = BANDS) -> int:
 
 def share(part: str, whole: str) -> tuple[float, int]:
     """(share of ``part``'s distinct content tokens found in ``whole``, their count)."""
-    need = set(_text.tokens(part))
+    need = set(tokenize(strip_citations(part)))
     if not need:
         return 0.0, 0
-    have = _text.Matcher(whole)
+    have = Matcher(whole)
     return sum(1 for t in need if t in have) / len(need), len(need)
 
 
 def faithfulness(candidate: str, context: str) -> dict[str, object]:
     if not candidate.strip():
         return {"score": 1, "reasoning": "empty answer", "hallucinations": []}
-    if _text.is_refusal(candidate):
+    if is_refusal(candidate):
         return {
             "score": 5,
             "reasoning": "the answer is a refusal and makes no claim beyond the context",
             "hallucinations": [],
         }
     support, n = share(candidate, context)
-    unsupported = [
-        s for s in _text.sentences(candidate) if share(s, context)[0] < HALLUCINATION_SUPPORT
-    ]
+    unsupported = [s for s in sentences(candidate) if share(s, context)[0] < HALLUCINATION_SUPPORT]
     return {
         "score": band(support),
         "reasoning": f"{support:.0%} of the answer's {n} content tokens appear in the context",
@@ -80,8 +78,8 @@ def faithfulness(candidate: str, context: str) -> dict[str, object]:
 
 
 def correctness(candidate: str, golden: str, expected_refusal: bool) -> dict[str, object]:
-    golden_refuses = expected_refusal or _text.is_refusal(golden)
-    cand_refuses = _text.is_refusal(candidate)
+    golden_refuses = expected_refusal or is_refusal(golden)
+    cand_refuses = is_refusal(candidate)
     if golden_refuses:
         ok = cand_refuses
         return {
@@ -93,7 +91,7 @@ def correctness(candidate: str, golden: str, expected_refusal: bool) -> dict[str
         return {"score": 1, "reasoning": "the answer refuses but the reference answers"}
     recall, n = share(golden, candidate)
     score = band(recall)
-    missing = sorted(set(_text.NUMBER.findall(golden)) - set(_text.NUMBER.findall(candidate)))
+    missing = sorted(set(numbers(golden)) - set(numbers(candidate)))
     note = ""
     if missing and score > 3:
         score = 3
@@ -105,7 +103,7 @@ def correctness(candidate: str, golden: str, expected_refusal: bool) -> dict[str
 
 
 def relevance(candidate: str, question: str) -> dict[str, object]:
-    if _text.is_refusal(candidate):
+    if is_refusal(candidate):
         return {"score": 3, "reasoning": "the answer is a refusal: on topic but no answer"}
     overlap, n = share(question, candidate)
     return {

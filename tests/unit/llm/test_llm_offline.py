@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from app import text as _text
 from app.errors import ConfigError
 from app.llm.engine import Engine
-from app.llm.providers import _text
 from app.llm.providers.offline_extractive import answer, asks_quantity, has_quantity
 from app.llm.providers.offline_judge import band
 from app.llm.types import ChatRequest, Message
@@ -343,7 +343,7 @@ def test_offline_runs_import_no_sdk_and_no_heavy_library() -> None:
 
 
 def test_a_policy_sentence_with_chao_chu_is_not_a_refusal() -> None:
-    from app.llm.providers._text import is_refusal
+    from app.text import is_refusal
 
     assert not is_refusal("住宿超出 600 元/晚的部分由个人承担[1]。")
     assert is_refusal("抱歉，该问题超出知识库范围。")

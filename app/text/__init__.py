@@ -1,0 +1,66 @@
+"""Text analysis, one home for it: normaliser, analyser, stop words, sentences, matching,
+refusal markers.
+
+The ground floor: imports nothing from ``app`` (but :mod:`app.errors`). Retrieval, the
+offline providers, the metrics, the dataset checks and the suite builder all call these, so
+a question has the same terms everywhere and a keyword is found the same way everywhere.
+
+::
+
+    normalise   nfkc, fold, strip_invisible, normalise, canonical
+    analyser    tokenize(text, query=True), query_terms, stem, has_cjk, ensure_jieba
+    stopwords   STOPWORDS_ZH, STOPWORDS_EN
+    sentences   sentences
+    match       contains (keywords: numbers whole), numbers, strip_citations,
+                Matcher (terms in one text)
+    refusal     REFUSAL_MARKERS, is_refusal, default_refusal
+"""
+
+from app.text.analyser import (
+    ANALYSER_VERSION,
+    ensure_jieba,
+    fallback_terms,
+    has_cjk,
+    query_terms,
+    stem,
+    tokenize,
+)
+from app.text.match import Matcher, contains, contains_any, numbers, strip_citations
+from app.text.normalise import canonical, fold, nfkc, normalise, strip_invisible
+from app.text.refusal import (
+    DEFAULT_REFUSAL_EN,
+    DEFAULT_REFUSAL_ZH,
+    REFUSAL_MARKERS,
+    default_refusal,
+    is_refusal,
+)
+from app.text.sentences import sentences
+from app.text.stopwords import STOPWORDS_EN, STOPWORDS_ZH
+
+__all__ = [
+    "ANALYSER_VERSION",
+    "DEFAULT_REFUSAL_EN",
+    "DEFAULT_REFUSAL_ZH",
+    "REFUSAL_MARKERS",
+    "STOPWORDS_EN",
+    "STOPWORDS_ZH",
+    "Matcher",
+    "canonical",
+    "contains",
+    "contains_any",
+    "default_refusal",
+    "ensure_jieba",
+    "fallback_terms",
+    "fold",
+    "has_cjk",
+    "is_refusal",
+    "nfkc",
+    "normalise",
+    "numbers",
+    "query_terms",
+    "sentences",
+    "stem",
+    "strip_citations",
+    "strip_invisible",
+    "tokenize",
+]

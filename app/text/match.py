@@ -1,0 +1,81 @@
+"""Keyword matching: one semantics for metrics, dataset checks and the suite builder.
+
+:func:`contains` is how a keyword (``must_include``, ``must_not_include``, a canary) is
+looked for in a text: both are :func:`app.text.normalise.normalise`-d (NFKC, casefold,
+whitespace collapsed), thousands separators are dropped from numbers (``32,000`` and
+``32000`` are the same number), a keyword that starts or ends with a digit must match a
+whole number there (``32000`` is not in ``132000``, ``600`` not in ``600.5``), and
+whitespace differences are ignored as a second try (CJK text is written with or without
+spaces).
+
+:class:`Matcher` is how an analyser *term* is found in one text (the offline baselines'
+sentences and answers): a CJK term is a substring of the text (a segmentation difference
+must not hide 年假 inside 带薪年假); any other term must equal a whole token of it.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+from app.text.analyser import has_cjk, tokenize
+from app.text.normalise import fold, nfkc, normalise
+
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_CITATION = re.compile(r"\[\d+\]")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def strip_citations(text: str) -> str:
+    """Citation markers ``[n]`` replaced by a space (they are not content)."""
+    return _CITATION.sub(" ", nfkc(text))
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers in ``text`` in order, as :func:`contains` reads them: NFKC, thousands
+    separators dropped, citation markers ignored (``32,000元[1]`` → ``['32000']``)."""
+    return _NUMBER.findall(_THOUSANDS.sub("", strip_citations(text)))
+
+
+def _found(needle: str, haystack: str) -> bool:
+    """Substring search, except that a needle starting or ending in a digit must match a
+    whole number there: ``32000`` is not found in ``132000`` nor ``600`` in ``600.5``."""
+    if not needle:
+        return True
+    pattern = re.escape(needle)
+    if needle[0].isdigit():
+        pattern = r"(?<![\d.])" + pattern
+    if needle[-1].isdigit():
+        pattern += r"(?!\.?\d)"
+    return re.search(pattern, haystack) is not None
+
+
+def contains(haystack: str, needle: str) -> bool:
+    """Is keyword ``needle`` in ``haystack``? (see the module docstring)."""
+    h = _THOUSANDS.sub("", normalise(haystack))
+    n = _THOUSANDS.sub("", normalise(needle))
+    return _found(n, h) or _found(n.replace(" ", ""), h.replace(" ", ""))
+
+
+def contains_any(texts: list[str] | tuple[str, ...], needle: str) -> bool:
+    """:func:`contains` in at least one of ``texts``."""
+    return any(contains(t, needle) for t in texts)
+
+
+class Matcher:
+    """Finds analyser terms in one text: CJK terms as substrings, other terms as whole
+    tokens. Citation markers ``[n]`` are not part of the text."""
+
+    def __init__(self, text: str) -> None:
+        plain = strip_citations(text)
+        self.text = fold(plain)
+        self.tokens: tuple[str, ...] = tuple(tokenize(plain, query=False))
+        self._counts = collections.Counter(self.tokens)
+
+    def count(self, term: str) -> int:
+        if has_cjk(term):
+            return self.text.count(term)
+        return self._counts[term]
+
+    def __contains__(self, term: str) -> bool:
+        return self.count(term) > 0

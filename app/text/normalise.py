@@ -1,0 +1,53 @@
+"""The one text normaliser: every comparison of user, document and model text starts here.
+
+* :func:`nfkc` — Unicode NFKC: full-width letters, digits and punctuation become ASCII
+  (ＶＰＮ → VPN, １２ → 12, ［1］ → [1]), compatibility ligatures are expanded.
+* :func:`fold` — :func:`nfkc` then ``str.casefold`` (the analyser's and matcher's form).
+* :func:`strip_invisible` — zero-width and bidi-control characters removed (U+200B…,
+  soft hyphen, BOM): they change nothing a reader sees, so an attacker's ``ig\u200bnore``
+  must compare equal to ``ignore``.
+* :func:`normalise` — :func:`fold` with whitespace runs collapsed to one space and the
+  ends stripped (the metrics' keyword form).
+* :func:`canonical` — :func:`normalise` with invisible characters removed first (the
+  injection detector's view 1).
+
+All functions are pure and total (any ``str`` in, a ``str`` out).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_SPACES = re.compile(r"\s+")
+
+
+def nfkc(text: str) -> str:
+    """Unicode NFKC (full-width → half-width)."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def fold(text: str) -> str:
+    """NFKC, then case-folded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def strip_invisible(text: str) -> str:
+    """Zero-width, soft-hyphen, BOM and bidi-control characters removed."""
+    return INVISIBLE.sub("", text)
+
+
+def collapse_spaces(text: str) -> str:
+    """Whitespace runs become one space; the ends are stripped."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def normalise(text: str) -> str:
+    """NFKC, case-folded, whitespace collapsed (what keyword matching compares)."""
+    return collapse_spaces(fold(text))
+
+
+def canonical(text: str) -> str:
+    """:func:`normalise` with invisible characters removed before folding."""
+    return collapse_spaces(strip_invisible(nfkc(text)).casefold())
