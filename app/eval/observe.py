@@ -68,7 +68,7 @@ class PipelineFactory:
         # Load the tokeniser's dictionary now (jieba: ~0.7 s once per process) so it is not
         # billed to the first case's latency_s — which would skew its distribution and make
         # `compare` call whichever run went second "faster".
-        from app.retrieval.tokenize import tokenize
+        from app.text import tokenize
 
         tokenize("预热 warm-up")
 

@@ -66,6 +66,10 @@ hard (held)    53/59 → 55/59          — (none)               0.985 (unchange
 adversarial    4/14 → 4/14            41/42 → 40/42          0.773 (unchanged)
 =============  =====================  =====================  =================
 
+Analyser v2 (``app/text``, 2026-12: merged stop words, the plural stemmer) moved the first
+column to smoke 30/32 and full 196/224 (one smoke case fell to rank 3); Hit@5 and the refusal
+column are unchanged.
+
 Answerable cases in refusal mode (any rank): smoke 9 → 3, full 139 → 103, hard 7 → 5,
 adversarial 18 → 18 (its answerable cases carry injected instructions, whose unknown words
 still dominate). The price: 3 expected-refusal cases now reach assisted mode (停车费能报销吗,

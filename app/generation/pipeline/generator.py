@@ -55,7 +55,7 @@ from app.paths import kb_dir
 from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import KnowledgeBase, load_kb
 from app.retrieval.rerank import Reranker, get_reranker, merge_hits
-from app.retrieval.tokenize import has_cjk
+from app.text import has_cjk
 
 __all__ = ["Answer", "Pipeline", "PipelineConfig", "Trace", "generate"]
 

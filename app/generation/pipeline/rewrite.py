@@ -41,7 +41,7 @@ from typing import Literal
 from app.errors import ConfigError
 from app.generation.pipeline.memory import Language, format_messages
 from app.llm.types import Message
-from app.retrieval.tokenize import ensure_jieba, has_cjk, tokenize
+from app.text import ensure_jieba, has_cjk, tokenize
 
 Strategy = Literal["standalone", "disambiguate", "off"]
 # (prompt id, variables) -> (model text, qualified prompt version)

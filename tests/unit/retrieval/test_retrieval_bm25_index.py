@@ -12,7 +12,7 @@ from app.retrieval.bm25 import ABSENT_WEIGHT, BM25
 from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import can_read, load_kb
 from app.retrieval.rerank import LexicalReranker, get_reranker, merge_hits
-from app.retrieval.tokenize import has_cjk, tokenize
+from app.text import has_cjk, tokenize
 
 
 def _write(root: Path, rel: str, title: str, acl: str, body: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parents[3] / "app"
-FACES = ["app.llm", "app.generation.registry", "app.generation.pipeline"]
+FACES = ["app.llm", "app.generation.registry", "app.generation.pipeline", "app.text"]
 MAX_LINES = 600
 # Modules still over the limit, each being split by its owner (issue 10). An entry that is no
 # longer over the limit fails the test below, so this list can only shrink.

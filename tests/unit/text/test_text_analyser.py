@@ -37,9 +37,9 @@ def test_retrieval_and_offline_baselines_use_the_same_terms(
     question: str, terms: list[str]
 ) -> None:
     from app.llm.providers.offline_extractive import question_terms
-    from app.retrieval import tokenize as retrieval_tokenize
+    from app.retrieval import index
 
-    assert retrieval_tokenize.tokenize(question) == terms
+    assert index.tokenize(question) == terms  # what Retriever.search analyses a query with
     assert question_terms(question) == terms
     assert query_terms(question) == terms
 
