@@ -31,6 +31,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.ops.logs import AnswerLog, AnswerRecord, FeedbackRecord
+from app.text import nfkc
 
 RULES = ("no_recall", "thumbs_down", "citation_out_of_range", "high_latency")
 LOW_TOP1 = 0.3
@@ -99,9 +100,7 @@ class MineResult:
 
 
 def _norm(text: str) -> str:
-    import unicodedata
-
-    return "".join(ch for ch in unicodedata.normalize("NFKC", text).lower() if ch.isalnum())
+    return "".join(ch for ch in nfkc(text).lower() if ch.isalnum())
 
 
 def _terms(text: str) -> frozenset[str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from app.ops.logs import REFUSAL_MODES, AnswerLog, AnswerRecord
+from app.text import collapse_spaces, nfkc
 
 SCHEMA_VERSION = 1
 
@@ -120,7 +120,7 @@ class ShadowReport:
 
 def _same(a: str, b: str) -> bool:
     def norm(s: str) -> str:
-        return " ".join(unicodedata.normalize("NFKC", s).split())
+        return collapse_spaces(nfkc(s))
 
     return norm(a) == norm(b)
 

@@ -7,7 +7,7 @@ a question has the same terms everywhere and a keyword is found the same way eve
 
 ::
 
-    normalise   nfkc, fold, strip_invisible, normalise, canonical
+    normalise   nfkc, fold, strip_invisible, collapse_spaces, normalise, canonical
     analyser    tokenize(text, query=True), query_terms, stem, has_cjk, ensure_jieba
     stopwords   STOPWORDS_ZH, STOPWORDS_EN
     sentences   sentences
@@ -26,7 +26,7 @@ from app.text.analyser import (
     tokenize,
 )
 from app.text.match import Matcher, contains, contains_any, numbers, strip_citations
-from app.text.normalise import canonical, fold, nfkc, normalise, strip_invisible
+from app.text.normalise import canonical, collapse_spaces, fold, nfkc, normalise, strip_invisible
 from app.text.refusal import (
     DEFAULT_REFUSAL_EN,
     DEFAULT_REFUSAL_ZH,
@@ -46,6 +46,7 @@ __all__ = [
     "STOPWORDS_ZH",
     "Matcher",
     "canonical",
+    "collapse_spaces",
     "contains",
     "contains_any",
     "default_refusal",

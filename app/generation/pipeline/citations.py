@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from app.text import nfkc
 
 UNCERTAIN_MARKERS = ("无法确定", "不能确定", "cannot be determined", "can't be determined")
 
@@ -59,7 +60,7 @@ def _numbers(group: str) -> list[int]:
 def extract_citations(text: str, n_documents: int) -> CitationCheck:
     """All ``[n]`` markers in ``text`` split into valid (1..n_documents) and invalid."""
     seen: list[int] = []
-    for match in _MARKER.finditer(unicodedata.normalize("NFKC", text)):
+    for match in _MARKER.finditer(nfkc(text)):
         for n in _numbers(match.group(1)):
             if n not in seen:
                 seen.append(n)

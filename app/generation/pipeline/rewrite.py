@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -41,7 +40,7 @@ from typing import Literal
 from app.errors import ConfigError
 from app.generation.pipeline.memory import Language, format_messages
 from app.llm.types import Message
-from app.text import ensure_jieba, has_cjk, tokenize
+from app.text import ensure_jieba, fold, has_cjk, nfkc, tokenize
 
 Strategy = Literal["standalone", "disambiguate", "off"]
 # (prompt id, variables) -> (model text, qualified prompt version)
@@ -125,7 +124,7 @@ _EN_SKIP = frozenset(
 
 def find_trigger(question: str) -> str | None:
     """The pronoun/demonstrative/ellipsis that makes ``question`` depend on the history."""
-    q = unicodedata.normalize("NFKC", question).strip()
+    q = nfkc(question).strip()
     if has_cjk(q):
         masked = _ZH_NOT_REFERENCE.sub("□", q)
         if match := _ZH_PRONOUN.search(masked):
@@ -231,7 +230,7 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _core(question: str) -> str:
-    q = unicodedata.normalize("NFKC", question).casefold()
+    q = fold(question)
     q = _ZH_PRONOUN.sub("", _ZH_NOT_REFERENCE.sub(lambda m: m.group(0).upper(), q))
     q = _EN_PRONOUN.sub("", q)
     q = re.sub(r"^(那么|那|and|what about|how about)|(呢|吗)(?=\W*$)", "", q.strip())
@@ -243,7 +242,7 @@ def changed_ratio(original: str, rewritten: str) -> float:
     core = _core(original)
     if not core:
         return 0.0
-    target = _PUNCT.sub("", unicodedata.normalize("NFKC", rewritten).casefold())
+    target = _PUNCT.sub("", fold(rewritten))
     matcher = SequenceMatcher(None, core, target, autojunk=False)
     kept = sum(block.size for block in matcher.get_matching_blocks())
     return round(1.0 - kept / len(core), 4)
