@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test unit eval lint lint-workflows format typecheck bench clean
+.PHONY: help setup test unit eval lint lint-workflows format typecheck bench schema clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -47,6 +47,9 @@ format: $(STAMP) ## apply ruff format and safe fixes
 
 typecheck: $(STAMP) ## mypy --strict on app/
 	$(BIN)/mypy
+
+schema: $(STAMP) ## regenerate the JSON Schemas from the pydantic models (report, case)
+	$(BIN)/python scripts/gen_schemas.py
 
 bench: $(STAMP) ## benchmarks (registry discovery, engine throughput), printing ratios
 	$(BIN)/python scripts/bench.py

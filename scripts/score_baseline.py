@@ -49,7 +49,8 @@ def _mean(values: list[float]) -> float | None:
 def score(suite: str, policy: str | None, judge_samples: int) -> dict[str, Any]:
     import pydantic
 
-    from app.eval.runner import RunConfig, run_sync
+    from app.eval.config import RunConfig
+    from app.eval.runner import run_sync
     from app.generation.pipeline import generator
 
     original = generator.PipelineConfig
@@ -66,22 +67,18 @@ def score(suite: str, policy: str | None, judge_samples: int) -> dict[str, Any]:
             )
     finally:
         generator.PipelineConfig = original  # type: ignore[misc]
-    cases = outcome.report["cases"]
+    cases = outcome.report.cases
     row: dict[str, Any] = {"suite": suite, "n": len(cases), "policy": policy or "default"}
     for name in METRICS:
-        vals = [
-            float(c["metrics"][name]["value"])
-            for c in cases
-            if name in c["metrics"] and c["metrics"][name].get("value") is not None
-        ]
+        vals = [v for c in cases if (v := c.value(name)) is not None]
         row[name] = _mean(vals)
         row[f"{name}_n"] = len(vals)
     row["cases"] = [
         {
-            "id": c["id"],
-            "answer": c.get("answer"),
-            "mode": (c.get("trace") or {}).get("mode"),
-            "metrics": {k: c["metrics"][k].get("value") for k in METRICS if k in c["metrics"]},
+            "id": c.id,
+            "answer": c.answer,
+            "mode": c.trace.mode if c.trace is not None else None,
+            "metrics": {k: c.value(k) for k in METRICS if k in c.metrics},
         }
         for c in cases
     ]

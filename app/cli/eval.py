@@ -12,11 +12,14 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from app.errors import RagError, RuntimeFailure
+
+if TYPE_CHECKING:
+    from app.eval.records import Report
 
 # sub-command name -> (module, attribute); imported only when used, so `rag eval --help`
 # works before (and without) app/cli/eval_compare.py.
@@ -58,20 +61,20 @@ def cli() -> None:
     """Run evaluation suites, compare reports, record baselines."""
 
 
-def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -> None:
+def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from app.eval.report import summary_rows
+    from app.eval.render import summary_rows
 
     console = Console()
     if not console.is_terminal:
         console = Console(width=120)
-    meta = report["meta"]
+    meta = report.meta
     title = (
-        f"{meta['suite']} · {meta['candidate']['provider']}"
-        f"{' (offline baseline)' if meta['candidate']['offline'] else ''}"
-        f" · judge {meta['judge']['provider']}"
+        f"{meta.suite} · {meta.candidate.provider}"
+        f"{' (offline baseline)' if meta.candidate.offline else ''}"
+        f" · judge {meta.judge.provider}"
     )
     table = Table(title=title)
     for col, justify in zip(
@@ -83,20 +86,19 @@ def _print_summary(report: dict[str, Any], path: Path | None, md: Path | None) -
     for row in summary_rows(report):
         table.add_row(*row)
     console.print(table)
-    totals = report["totals"]
-    rc = report["refusal_confusion"]
+    totals = report.totals
+    rc = report.refusal_confusion
     console.print(
-        f"cases {totals['cases_done']}/{totals['cases_planned']} · judge errors "
-        f"{totals['judge_errors']} · cost ${totals['cost_usd']:.4f} · {totals['duration_s']:.1f}s"
-        f" · refusals: ok {rc['true_refusal']}, missed {rc['missed_refusal']}, "
-        f"false {rc['false_refusal']} · bad cases {len(report['bad_cases'])}"
+        f"cases {totals.cases_done}/{totals.cases_planned} · judge errors "
+        f"{totals.judge_errors} · cost ${totals.cost_usd:.4f} · {totals.duration_s:.1f}s"
+        f" · refusals: ok {rc.true_refusal}, missed {rc.missed_refusal}, "
+        f"false {rc.false_refusal} · bad cases {len(report.bad_cases)}"
     )
-    for warning in meta["judge"]["warnings"]:
+    for warning in meta.judge.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
-    if report["partial"]:
-        console.print(f"[yellow]PARTIAL:[/yellow] {report['partial_reason']}")
-    status = report["status"].upper()
-    console.print(f"status: {status}")
+    if report.partial:
+        console.print(f"[yellow]PARTIAL:[/yellow] {report.partial_reason}")
+    console.print(f"status: {report.status.upper()}")
     if path is not None:
         console.print(f"report: {path}")
     if md is not None:
@@ -264,7 +266,8 @@ def run_cmd(
         TimeRemainingColumn,
     )
 
-    from app.eval.runner import RunConfig, new_run_id, run_sync
+    from app.eval.config import RunConfig
+    from app.eval.runner import new_run_id, run_sync
 
     if suite is None and resume is None:
         raise click.UsageError("give --suite S for a new run, or --resume RUN_ID")
@@ -369,15 +372,15 @@ def run_cmd(
     ctx.exit(gate_exit_code(outcome.report) if gate == "red-lines" else outcome.exit_code)
 
 
-def gate_exit_code(report: dict[str, Any]) -> int:
+def gate_exit_code(report: Report) -> int:
     """Exit code of the red-lines gate: 1 when a red-line metric fails or the run is partial."""
-    if report.get("partial"):
+    if report.partial:
         return 1
-    specs = report.get("metrics") or {}
+    red = set(report.red_line_metrics)
     failed = [
         name
-        for name, verdict in (report.get("verdicts") or {}).items()
-        if specs.get(name, {}).get("red_line") and verdict.get("verdict") == "fail"
+        for name, verdict in report.verdicts.items()
+        if name in red and verdict.verdict == "fail"
     ]
     status = f"red lines failed: {', '.join(failed)}" if failed else "red lines: pass"
     click.echo(f"gate red-lines — {status} (quality thresholds reported, not gating)", err=True)

@@ -152,7 +152,8 @@ def run_diff_prompt(
     compared again with ``rag eval compare``.
     """
     from app.eval.compare import compare_reports
-    from app.eval.runner import RunConfig, run_sync
+    from app.eval.config import RunConfig
+    from app.eval.runner import run_sync
     from app.generation.registry import load_registry
 
     registry = load_registry()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import ReportError
-from app.eval.report import atomic_write_text, load_report, validate_report
+from app.eval.report import atomic_write_text, load_report
 from app.generation.registry.rules import Violation
 from app.paths import repo_root
 
@@ -75,42 +75,50 @@ def record_baseline(
     run that version (its ``meta.prompts`` says so), be complete and schema-valid.
     """
     report = load_report(report_path)
-    validate_report(report)
-    if report["partial"]:
+    if report.partial:
         raise ReportError(f"{report_path} is a partial report: record a complete run")
-    prompts: dict[str, Any] = report["meta"]["prompts"]
+    prompts = report.meta.prompts
     version = qualified
+    prompt_hash: str | None = None
     if version is None:
-        matches = [p for pid, p in prompts.items() if prompt in (pid, p["version"])]
+        matches = [p for pid, p in prompts.items() if prompt in (pid, p.version)]
         if not matches:
             raise ReportError(
                 f"{report_path} did not run prompt {prompt!r}; it ran: "
-                + ", ".join(p["version"] for p in prompts.values())
+                + ", ".join(p.version for p in prompts.values())
             )
-        entry = matches[0]
-        version = str(entry["version"])
+        version = matches[0].version
+        prompt_hash = matches[0].hash
     else:
-        entry = next((p for p in prompts.values() if p["version"] == version), {"hash": None})
+        prompt_hash = next((p.hash for p in prompts.values() if p.version == version), None)
     path = baseline_path(version, root)
     data: dict[str, Any] = _load(path) if path.exists() else {"prompt": version, "suites": {}}
     data["prompt"] = version
-    data["prompt_hash"] = entry.get("hash")
-    meta = report["meta"]
-    dataset = meta["datasets"][0] if meta["datasets"] else {}
+    data["prompt_hash"] = prompt_hash
+    meta = report.meta
+    dataset = meta.datasets[0] if meta.datasets else None
     try:
         shown = str(report_path.resolve().relative_to(repo_root()))
     except ValueError:
         shown = str(report_path)
-    data["suites"][meta["suite"]] = {
-        "run_id": report["run_id"],
+    data["suites"][meta.suite] = {
+        "run_id": report.run_id,
         "report": shown,
         "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "created_at": report["created_at"],
-        "dataset": {k: dataset.get(k) for k in ("name", "version", "sha256")},
-        "candidate": meta["candidate"],
-        "judge": {k: meta["judge"].get(k) for k in ("provider", "offline", "samples")},
-        "offline": bool(meta["candidate"]["offline"]),
-        "metrics": {name: dist["mean"] for name, dist in report["summary"].items()},
+        "created_at": report.created_at,
+        "dataset": {
+            "name": dataset.name if dataset else None,
+            "version": dataset.version if dataset else None,
+            "sha256": dataset.sha256 if dataset else None,
+        },
+        "candidate": meta.candidate.model_dump(),
+        "judge": {
+            "provider": meta.judge.provider,
+            "offline": meta.judge.offline,
+            "samples": meta.judge.samples,
+        },
+        "offline": meta.candidate.offline,
+        "metrics": {name: dist.mean for name, dist in report.summary.items()},
     }
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
     return path

@@ -3,6 +3,9 @@
 ``<cache_dir>/runs/<run_id>.sqlite3`` holds the run's configuration and one row per
 finished case (its full result record). ``rag eval run --resume RUN_ID`` reopens it, skips
 every stored case and runs only the rest, so a crash or Ctrl-C never re-buys a case.
+
+A case row is its :class:`~app.eval.records.CaseResult` as ``model_dump_json()``; reading
+it back validates it, so a corrupted row is an error naming the case, never a silent gap.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from app.errors import ConfigError
+from app.eval.records import CaseResult
 from app.paths import cache_dir
 
 
@@ -58,14 +64,32 @@ class Checkpoint:
         data: dict[str, Any] = json.loads(row[0])
         return data
 
-    def done(self) -> dict[str, dict[str, Any]]:
+    def done(self) -> dict[str, CaseResult]:
         rows = self._db.execute("SELECT case_id, result FROM cases").fetchall()
-        return {case_id: json.loads(result) for case_id, result in rows}
+        return {case_id: self._case(case_id, result) for case_id, result in rows}
 
-    def save(self, case_id: str, result: dict[str, Any]) -> None:
+    def _case(self, case_id: str, text: str) -> CaseResult:
+        try:
+            return CaseResult.model_validate_json(text)
+        except ValidationError as first:
+            data = json.loads(text)
+            if isinstance(data, dict) and data.get("trace") == {}:
+                data["trace"] = None  # written before the typed records (schema 1)
+                try:
+                    return CaseResult.model_validate(data)
+                except ValidationError:
+                    pass
+            raise ConfigError(
+                f"{self.path}: the checkpointed result of case {case_id!r} is not a valid "
+                f"case result ({first.error_count()} problem(s), first: "
+                f"{first.errors()[0]['msg']}); start a new run instead of --resume"
+            ) from None
+
+    def save(self, result: CaseResult) -> None:
+        """Commit one finished case (NaN is refused before anything is written)."""
         self._db.execute(
             "INSERT OR REPLACE INTO cases VALUES (?, ?)",
-            (case_id, json.dumps(result, ensure_ascii=False, allow_nan=False)),
+            (result.id, _case_json(result)),
         )
 
     def set(self, key: str, value: Any) -> None:
@@ -73,3 +97,10 @@ class Checkpoint:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _case_json(result: CaseResult) -> str:
+    from app.eval.report import assert_no_nan
+
+    assert_no_nan(result.model_dump(), f"case {result.id}")
+    return result.model_dump_json()

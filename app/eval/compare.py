@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from app.errors import ReportError
 from app.eval import stats_tests
+from app.eval.records import Report
 
 Verdict = Literal["better", "within_noise", "review", "regression", "red_line", "no_data"]
 
@@ -325,8 +326,8 @@ def _prompt_labels(
 
 
 def compare_reports(
-    base: Mapping[str, Any],
-    new: Mapping[str, Any],
+    base: Mapping[str, Any] | Report,
+    new: Mapping[str, Any] | Report,
     *,
     base_name: str = "base",
     new_name: str = "new",
@@ -334,6 +335,10 @@ def compare_reports(
     alpha: float = stats_tests.ALPHA,
 ) -> Comparison:
     """Compare two loaded reports (see the module docstring for the rules)."""
+    if isinstance(base, Report):
+        base = base.model_dump(mode="json")
+    if isinstance(new, Report):
+        new = new.model_dump(mode="json")
     diffs = ruler_differences(base, new)
     bm, nm = base.get("meta") or {}, new.get("meta") or {}
     if diffs and not allow_ruler_change:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.errors import ConfigError, ReportError
+from app.eval.records import Report
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ def _value(entry: Any) -> float | None:
 
 
 def export_run(
-    report: Mapping[str, Any],
+    report: Mapping[str, Any] | Report,
     *,
     client: Any = None,
     run_name: str | None = None,
@@ -117,6 +118,9 @@ def export_run(
 ) -> ExportSummary:
     """Upload ``report`` (a loaded report dict) as a Langfuse dataset run; see module doc."""
     from langfuse import Evaluation
+
+    if isinstance(report, Report):
+        report = report.model_dump(mode="json")
 
     lf = make_client() if client is None else client
     meta = report.get("meta") or {}

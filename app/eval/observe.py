@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.errors import ConfigError, RuntimeFailure
+from app.eval.config import RunConfig
 from app.eval.datasets import Case
 from app.eval.metrics.base import Observation, normalise
 from app.generation.pipeline.citations import extract_citations
@@ -22,7 +23,7 @@ from app.paths import kb_dir
 from app.retrieval.kb import KnowledgeBase, load_kb
 
 if TYPE_CHECKING:
-    from app.eval.runner import RunConfig
+    from app.eval.records import CaseResult
 
 QA_PROMPT = "system/kb_qa"
 # --prompt <category>/<slug>_vN → the PipelineConfig field it overrides
@@ -107,15 +108,17 @@ class PipelineFactory:
             out[prompt_id] = {"version": spec.qualified, "hash": spec.content_hash}
         return out
 
-    def prompt_refs(self, results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str | None]]:
+    def prompt_refs(self, results: Sequence[CaseResult]) -> dict[str, dict[str, str | None]]:
         """The QA prompt (and overrides) plus every prompt version a trace reports."""
         names = {self.qa_prompt, *self.overrides.values()}
         for result in results:
-            trace = result.get("trace") or {}
-            found = [trace.get("prompt_version"), *(trace.get("prompt_versions") or {}).values()]
-            found.append((trace.get("rewrite") or {}).get("prompt_version"))
-            found.append((trace.get("memory") or {}).get("prompt_version"))
-            names.update(v for v in found if isinstance(v, str) and v)
+            trace = result.trace
+            if trace is None:
+                continue
+            found = [trace.prompt_version, *trace.prompt_versions.values()]
+            found.append(trace.rewrite.prompt_version)
+            found.append(trace.memory.prompt_version if trace.memory is not None else None)
+            names.update(v for v in found if v)
         out: dict[str, dict[str, str | None]] = {}
         for name in sorted(names):
             spec = self.registry.get(name)
@@ -161,7 +164,7 @@ def observation_from_answer(answer: Answer, rejection: str | None) -> Observatio
         output_tokens=trace.tokens.output,
         # no model call (no_hits / injection refusal) costs nothing; None = unpriced model
         cost_usd=0.0 if trace.tokens.llm_calls == 0 else trace.cost_usd,
-        trace=trace.model_dump(mode="json"),
+        trace=trace,
     )
 
 

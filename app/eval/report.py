@@ -1,13 +1,20 @@
-"""Build, validate and write evaluation reports (JSON + markdown summary).
+"""Build, write and read evaluation reports (:class:`~app.eval.records.Report`).
 
-The JSON is validated against ``reports/report.schema.json`` before it is written, then
-written atomically (a temporary file in the same folder + ``os.replace``), with
-``allow_nan=False`` so a NaN can never reach the file.
+* :func:`build_report` turns the case results into a :class:`Report` (summary,
+  breakdowns, verdicts, the bad cases);
+* :func:`bad_cases` is the one "bad case" policy: the report computes it, and the pytest
+  front end, ``scripts/ci_eval.py`` and the HTML page read ``report.bad_cases``;
+* :func:`write_report` writes ``report.model_dump_json()`` atomically (a temporary file in
+  the same folder + ``os.replace``) after refusing any NaN/infinity, plus the markdown
+  summary beside it (:mod:`app.eval.render`);
+* :func:`load_report` is the one typed reader: every part of the project that opens a
+  report file calls it. A schema version 1 report is converted (:mod:`app.eval.report_v1`);
+  anything else that does not match the models is a :class:`ReportError` naming the file,
+  the fields and what to do.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -15,191 +22,275 @@ import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Literal
+
+from pydantic import ValidationError
 
 from app.errors import ReportError
-from app.eval.metrics.base import MetricSpec
+from app.eval.metrics.base import MetricSpec, Score
+from app.eval.records import (
+    SCHEMA_VERSION,
+    BadCase,
+    BadReason,
+    Breakdowns,
+    CaseResult,
+    Distribution,
+    Group,
+    GroupMetric,
+    MetricInfo,
+    MetricVerdict,
+    RefusalConfusion,
+    Report,
+    RunMeta,
+    Totals,
+)
 from app.eval.stats import describe, stable_seed
 from app.eval.thresholds import ThresholdSet, verdicts
 from app.paths import repo_root
 
-SCHEMA_VERSION = "1"
-BAD_JUDGE_SCORE = 3.0
+__all__ = [
+    "SCHEMA_VERSION",
+    "atomic_write_text",
+    "bad_cases",
+    "build_report",
+    "load_report",
+    "metric_info",
+    "refusal_confusion",
+    "report_filename",
+    "schema_path",
+    "validate_report",
+    "write_report",
+]
 
 
 def schema_path() -> Path:
+    """``reports/report.schema.json``: generated from :class:`Report` by ``make schema``."""
     return repo_root() / "reports" / "report.schema.json"
 
 
-@functools.lru_cache(maxsize=4)
-def _schema(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+def metric_info(spec: MetricSpec) -> MetricInfo:
+    return MetricInfo(
+        direction=spec.direction,
+        kind=spec.kind,
+        unit=spec.unit,
+        scale=spec.scale,
+        red_line=spec.red_line,
+        group=spec.group,
+        description=spec.description,
+    )
 
 
-def validate_report(report: Mapping[str, Any]) -> None:
-    """Raise :class:`ReportError` listing every schema violation (up to 10)."""
-    import jsonschema  # type: ignore[import-untyped]
-
-    validator = jsonschema.Draft202012Validator(_schema(schema_path()))
-    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [
-            f"  {'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors[:10]
-        ]
-        raise ReportError(
-            f"report does not match {schema_path()} ({len(errors)} problem(s)):\n"
-            + "\n".join(lines)
-        )
-    _assert_no_nan(report, "report")
-
-
-def _assert_no_nan(node: Any, where: str) -> None:
-    if isinstance(node, float) and not math.isfinite(node):
-        raise ReportError(f"{where} is {node}: undefined values must be null with a reason")
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            _assert_no_nan(value, f"{where}.{key}")
-    elif isinstance(node, list | tuple):
-        for i, value in enumerate(node):
-            _assert_no_nan(value, f"{where}[{i}]")
+# ---------------------------------------------------------------- aggregates
 
 
 def summarise(
-    cases: Sequence[Mapping[str, Any]], metric_specs: Mapping[str, MetricSpec], seed: int
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    cases: Sequence[CaseResult], metric_specs: Mapping[str, MetricSpec], seed: int
+) -> dict[str, Distribution]:
+    out: dict[str, Distribution] = {}
     for name, spec in metric_specs.items():
-        scores = [c["metrics"][name] for c in cases if name in c["metrics"]]
-        values = [s["value"] for s in scores]
-        n_errors = sum(1 for s in scores if s["value"] is None and s.get("n_errors", 0) > 0)
-        out[name] = describe(
-            values, n_errors=n_errors, unit=spec.unit, seed=stable_seed(seed, name)
+        scores = [c.metrics[name] for c in cases if name in c.metrics]
+        n_errors = sum(1 for s in scores if s.value is None and s.n_errors > 0)
+        dist = describe(
+            [s.value for s in scores],
+            n_errors=n_errors,
+            unit=spec.unit,
+            seed=stable_seed(seed, name),
         )
+        out[name] = Distribution.model_validate(dist)
     return out
 
 
 def breakdown(
-    cases: Sequence[Mapping[str, Any]],
-    metric_names: Iterable[str],
-    key: str,
-) -> dict[str, Any]:
-    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    cases: Sequence[CaseResult], metric_names: Iterable[str], key: Literal["tags", "difficulty"]
+) -> dict[str, Group]:
+    groups: dict[str, list[CaseResult]] = defaultdict(list)
     for case in cases:
-        labels = case.get(key)
         if key == "tags":
-            for tag in labels or []:
+            for tag in case.tags:
                 groups[tag].append(case)
         else:
-            groups[str(labels) if labels is not None else "unspecified"].append(case)
+            groups[case.difficulty if case.difficulty is not None else "unspecified"].append(case)
     names = list(metric_names)
-    out: dict[str, Any] = {}
+    out: dict[str, Group] = {}
     for label in sorted(groups):
         members = groups[label]
-        metrics: dict[str, Any] = {}
+        metrics: dict[str, GroupMetric] = {}
         for name in names:
-            scores = [c["metrics"][name] for c in members if name in c["metrics"]]
-            vals = [s["value"] for s in scores if s["value"] is not None]
-            metrics[name] = {
-                "n": len(vals),
-                "n_errors": sum(1 for s in scores if s["value"] is None and s.get("n_errors", 0)),
-                "mean": sum(vals) / len(vals) if vals else None,
-            }
-        out[label] = {"cases": len(members), "metrics": metrics}
+            scores = [c.metrics[name] for c in members if name in c.metrics]
+            vals = [s.value for s in scores if s.value is not None]
+            metrics[name] = GroupMetric(
+                n=len(vals),
+                n_errors=sum(1 for s in scores if s.value is None and s.n_errors),
+                mean=sum(vals) / len(vals) if vals else None,
+            )
+        out[label] = Group(cases=len(members), metrics=metrics)
     return out
 
 
 def bad_cases(
-    cases: Sequence[Mapping[str, Any]], metric_specs: Mapping[str, MetricSpec]
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+    cases: Sequence[CaseResult],
+    metrics: Mapping[str, MetricInfo],
+    bad_judge_score: float,
+) -> list[BadCase]:
+    """The one "bad case" policy (seed 004 §12.3), with each reason's severity.
+
+    Hard (a failure on every provider, offline baselines included): a red-line metric hit,
+    a ``must_not_include`` text in the answer, a failed injection case, an evaluation error
+    (the pipeline raised, or a judge reply stayed unparseable). Quality (fails a real
+    model's run; reported for an offline baseline): a judge score below
+    ``bad_judge_score`` (``thresholds.toml`` ``[bad_cases]``), a refusal error.
+    """
+    out: list[BadCase] = []
+    judge_metrics = sorted(name for name, info in metrics.items() if info.kind == "judge")
     for case in cases:
-        reasons: list[str] = []
-        for name, spec in metric_specs.items():
-            score = case["metrics"].get(name)
-            if score is None or score["value"] is None:
-                continue
-            if spec.kind == "judge" and score["value"] < BAD_JUDGE_SCORE:
-                reasons.append(f"{name} = {score['value']:.2f} < {BAD_JUDGE_SCORE:g}")
-            if spec.red_line and score["value"] > 0:
-                reasons.append(f"red line {name}")
-        if case.get("errors"):
-            reasons.append(f"errors: {case['errors'][0]}")
+        reasons: list[BadReason] = []
+        for name in case.red_lines:
+            reasons.append(
+                BadReason(
+                    kind="red_line",
+                    hard=True,
+                    metric=name,
+                    value=case.value(name),
+                    message=f"red line {name}",
+                )
+            )
+        forbidden = case.metrics.get("must_not_include")
+        if forbidden is not None and (forbidden.value or 0) > 0:
+            reasons.append(
+                BadReason(
+                    kind="must_not_include",
+                    hard=True,
+                    metric="must_not_include",
+                    value=forbidden.value,
+                    message=f"must_not_include hit: {forbidden.detail.get('violations')}",
+                )
+            )
+        injection = case.metrics.get("injection_resistance")
+        if injection is not None and injection.value == 0:
+            reasons.append(
+                BadReason(
+                    kind="injection",
+                    hard=True,
+                    metric="injection_resistance",
+                    value=0.0,
+                    message=f"injection: {injection.detail.get('failures')}",
+                )
+            )
+        reasons += [
+            BadReason(kind="error", hard=True, message=f"evaluation error: {error}")
+            for error in case.errors
+        ]
+        for name in judge_metrics:
+            value = case.value(name)
+            if value is not None and value < bad_judge_score:
+                reasons.append(
+                    BadReason(
+                        kind="judge_score",
+                        hard=False,
+                        metric=name,
+                        value=value,
+                        message=f"{name} = {value:.2f} < {bad_judge_score:g}",
+                    )
+                )
+        refusal = case.metrics.get("refusal_error")
+        if refusal is not None and refusal.value == 1:
+            reasons.append(
+                BadReason(
+                    kind="refusal_error",
+                    hard=False,
+                    metric="refusal_error",
+                    value=1.0,
+                    message=f"refusal error ({refusal.detail.get('cell')})",
+                )
+            )
         if reasons:
-            out.append({"id": case["id"], "reasons": reasons})
+            out.append(BadCase(id=case.id, reasons=reasons))
     return out
 
 
-def refusal_confusion(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def refusal_confusion(per_case: Iterable[Mapping[str, Score]]) -> RefusalConfusion:
+    """Expected × actual refusals from each case's ``refusal_error`` score."""
     cells: Counter[str] = Counter()
-    for case in cases:
-        score = case["metrics"].get("refusal_error")
-        cell = score.get("detail", {}).get("cell") if score else None
+    for metrics in per_case:
+        score = metrics.get("refusal_error")
+        cell = score.detail.get("cell") if score is not None else None
         if cell:
-            cells[cell] += 1
+            cells[str(cell)] += 1
     total = sum(cells.values())
     wrong = cells["missed_refusal"] + cells["false_refusal"]
-    return {
-        "true_refusal": cells["true_refusal"],
-        "missed_refusal": cells["missed_refusal"],
-        "false_refusal": cells["false_refusal"],
-        "true_answer": cells["true_answer"],
-        "error_rate": wrong / total if total else None,
-    }
+    return RefusalConfusion(
+        true_refusal=cells["true_refusal"],
+        missed_refusal=cells["missed_refusal"],
+        false_refusal=cells["false_refusal"],
+        true_answer=cells["true_answer"],
+        error_rate=wrong / total if total else None,
+    )
 
 
 def red_line_hits(
-    cases: Sequence[Mapping[str, Any]], metric_specs: Mapping[str, MetricSpec]
+    cases: Sequence[CaseResult], metric_specs: Mapping[str, MetricSpec]
 ) -> dict[str, int]:
-    hits: dict[str, int] = {}
-    for name, spec in metric_specs.items():
-        if spec.red_line:
-            hits[name] = sum(
-                1
-                for c in cases
-                if (s := c["metrics"].get(name)) is not None and (s["value"] or 0) > 0
-            )
-    return hits
+    return {
+        name: sum(1 for c in cases if (c.value(name) or 0) > 0)
+        for name, spec in metric_specs.items()
+        if spec.red_line
+    }
 
 
 def build_report(
     *,
     run_id: str,
     created_at: str,
-    meta: dict[str, Any],
+    meta: RunMeta,
     metric_specs: Mapping[str, MetricSpec],
-    cases: Sequence[dict[str, Any]],
+    cases: Sequence[CaseResult],
     thresholds: ThresholdSet,
-    totals: dict[str, Any],
+    totals: Totals,
     partial_reason: str | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Assemble the report; cases are sorted by id so the file never depends on run order."""
-    ordered = sorted(cases, key=lambda c: c["id"])
-    summary = summarise(ordered, metric_specs, int(meta.get("seed", 0)))
+    ordered = sorted(cases, key=lambda c: c.id)
+    summary = summarise(ordered, metric_specs, meta.seed)
     reds = red_line_hits(ordered, metric_specs)
-    verdict_map = verdicts(thresholds, summary, reds)
-    failed = any(v["verdict"] == "fail" for v in verdict_map.values())
+    raw_verdicts = verdicts(thresholds, {k: d.model_dump() for k, d in summary.items()}, reds)
+    verdict_map = {k: MetricVerdict.model_validate(v) for k, v in raw_verdicts.items()}
+    failed = any(v.verdict == "fail" for v in verdict_map.values())
     partial = partial_reason is not None
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "created_at": created_at,
-        "partial": partial,
-        "partial_reason": partial_reason,
-        "status": "partial" if partial else ("fail" if failed else "pass"),
-        "meta": meta,
-        "metrics": {name: spec.as_json() for name, spec in metric_specs.items()},
-        "cases": ordered,
-        "summary": summary,
-        "breakdowns": {
-            "by_tag": breakdown(ordered, metric_specs, "tags"),
-            "by_difficulty": breakdown(ordered, metric_specs, "difficulty"),
-        },
-        "refusal_confusion": refusal_confusion(ordered),
-        "bad_cases": bad_cases(ordered, metric_specs),
-        "verdicts": verdict_map,
-        "totals": totals,
-    }
+    infos = {name: metric_info(spec) for name, spec in metric_specs.items()}
+    return Report(
+        schema_version=SCHEMA_VERSION,
+        run_id=run_id,
+        created_at=created_at,
+        status="partial" if partial else ("fail" if failed else "pass"),
+        partial=partial,
+        partial_reason=partial_reason,
+        meta=meta,
+        metrics=infos,
+        totals=totals,
+        summary=summary,
+        verdicts=verdict_map,
+        breakdowns=Breakdowns(
+            by_tag=breakdown(ordered, metric_specs, "tags"),
+            by_difficulty=breakdown(ordered, metric_specs, "difficulty"),
+        ),
+        refusal_confusion=refusal_confusion(c.metrics for c in ordered),
+        bad_cases=bad_cases(ordered, infos, thresholds.bad_judge_score),
+        cases=ordered,
+    )
+
+
+# ---------------------------------------------------------------- writing
+
+
+def assert_no_nan(node: object, where: str) -> None:
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ReportError(f"{where} is {node}: undefined values must be null with a reason")
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            assert_no_nan(value, f"{where}.{key}")
+    elif isinstance(node, list | tuple):
+        for i, value in enumerate(node):
+            assert_no_nan(value, f"{where}[{i}]")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -224,97 +315,81 @@ def report_filename(created_at: str) -> str:
     return f"eval_{stamp}.json"
 
 
-def write_report(report: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]:
-    """Validate, then write ``eval_<UTC>.json`` and ``eval_<UTC>.md`` atomically."""
-    validate_report(report)
-    path = out_dir / report_filename(str(report["created_at"]))
+def report_json(report: Report) -> str:
+    """The file's text. NaN/infinity anywhere (a metric's ``detail`` included) is refused:
+    pydantic would write it as ``null`` and lose the fact that it was not a number."""
+    assert_no_nan(report.model_dump(), "report")
+    text = report.model_dump_json(indent=1)
+    validate_report(json.loads(text))  # what is written is exactly what load_report reads
+    return text + "\n"
+
+
+def write_report(report: Report, out_dir: Path) -> tuple[Path, Path]:
+    """Write ``eval_<UTC>.json`` and ``eval_<UTC>.md`` atomically (nothing on a refusal)."""
+    from app.eval.render import render_markdown
+
+    text = report_json(report)
+    path = out_dir / report_filename(report.created_at)
     if path.exists():  # two runs in the same second: keep both
-        path = path.with_name(f"{path.stem}-{str(report['run_id'])[-6:]}.json")
-    text = json.dumps(report, ensure_ascii=False, indent=1, allow_nan=False, sort_keys=False)
-    atomic_write_text(path, text + "\n")
+        path = path.with_name(f"{path.stem}-{report.run_id[-6:]}.json")
+    atomic_write_text(path, text)
     md = path.with_suffix(".md")
     atomic_write_text(md, render_markdown(report))
     return path, md
 
 
-def load_report(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read report ({exc})") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: not a report (top level is not an object)")
-    return data
+# ---------------------------------------------------------------- reading
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+def validation_problems(exc: ValidationError, limit: int = 10) -> str:
+    errors = exc.errors(include_url=False)
+    lines = [f"  {'/'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in errors[:limit]]
+    more = f"\n  … and {len(errors) - limit} more" if len(errors) > limit else ""
+    return f"{len(errors)} problem(s):\n" + "\n".join(lines) + more
 
 
-def summary_rows(report: Mapping[str, Any]) -> list[list[str]]:
-    """metric, n, errors, mean, std, 95 % CI, threshold, verdict — one row per metric."""
-    rows: list[list[str]] = []
-    for name, dist in report["summary"].items():
-        verdict = report["verdicts"].get(name)
-        ci = dist.get("ci95")
-        rows.append(
-            [
-                name,
-                str(dist["n"]),
-                str(dist["n_errors"]),
-                _fmt(dist["mean"]),
-                _fmt(dist["std"]),
-                f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "—",
-                verdict["threshold"] if verdict else "",
-                {"pass": "✅ pass", "fail": "❌ FAIL", "no_data": "· no data"}[verdict["verdict"]]
-                if verdict
-                else "",
-            ]
+def validate_report(data: object, source: str = "report") -> Report:
+    """A :class:`Report` from parsed JSON, or a :class:`ReportError` listing what is wrong.
+
+    ``schema_version`` "1" is converted first (:func:`app.eval.report_v1.upgrade`).
+    """
+    if isinstance(data, Report):
+        return data
+    if not isinstance(data, Mapping):
+        raise ReportError(f"{source}: a report is a JSON object, got {type(data).__name__}")
+    version = data.get("schema_version")
+    if version == "1":
+        from app.eval.report_v1 import upgrade
+
+        return upgrade(data, source)
+    if version != SCHEMA_VERSION:
+        raise ReportError(
+            f"{source}: schema_version {version!r} is not one this rag-starter reads "
+            f"(it writes {SCHEMA_VERSION!r} and converts '1'); was it written by "
+            "`rag eval run`? Re-run the suite with this version to get a readable report."
         )
-    return rows
+    try:
+        return Report.model_validate(data)
+    except ValidationError as exc:
+        raise ReportError(
+            f"{source}: not a valid schema_version {SCHEMA_VERSION} report "
+            f"(see {schema_path().name}); {validation_problems(exc)}"
+        ) from None
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
-    meta = report["meta"]
-    judge = meta["judge"]
-    lines = [
-        f"# Evaluation {report['run_id']} — {meta['suite']} — {report['status'].upper()}",
-        "",
-        f"- created: {report['created_at']}; git {meta['git']['sha'] or '?'}"
-        + (" (dirty)" if meta["git"]["dirty"] else ""),
-        f"- candidate: `{meta['candidate']['provider']}`"
-        + (" (offline baseline — not a model's numbers)" if meta["candidate"]["offline"] else ""),
-        f"- judge: `{judge['provider']}` × {judge['samples']} samples"
-        + (" (offline reference judge)" if judge["offline"] else ""),
-        "- prompts: " + ", ".join(f"`{p['version']}`" for p in meta["prompts"].values()),
-        "- datasets: "
-        + ", ".join(f"{d['name']} v{d['version']} ({d['sha256'][:12]}…)" for d in meta["datasets"]),
-        f"- cases: {report['totals']['cases_done']}/{report['totals']['cases_planned']}"
-        f"; judge errors: {report['totals']['judge_errors']}; cost ${report['totals']['cost_usd']:.4f}",
-    ]
-    if report["partial"]:
-        lines.append(f"- **PARTIAL**: {report['partial_reason']}")
-    for warning in judge["warnings"]:
-        lines.append(f"- ⚠️ {warning}")
-    lines += [
-        "",
-        "| metric | n | errors | mean | std | 95% CI | threshold | verdict |",
-        "|---|---:|---:|---:|---:|---|---|---|",
-    ]
-    lines += ["| " + " | ".join(row) + " |" for row in summary_rows(report)]
-    rc = report["refusal_confusion"]
-    lines += [
-        "",
-        "Refusals (expected × actual): "
-        f"refused when expected {rc['true_refusal']}, answered when expected {rc['true_answer']}, "
-        f"missed refusals {rc['missed_refusal']}, false refusals {rc['false_refusal']}.",
-        "",
-        f"## Bad cases ({len(report['bad_cases'])})",
-        "",
-    ]
-    lines += [f"- `{b['id']}`: {'; '.join(b['reasons'])}" for b in report["bad_cases"]] or ["none"]
-    return "\n".join(lines) + "\n"
+def load_report(path: Path) -> Report:
+    """Read a report file (the one typed reader); every problem is a :class:`ReportError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such report; pass a reports/eval_*.json file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read report ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(
+            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); is this an eval report?"
+        ) from None
+    return validate_report(data, str(path))

@@ -30,60 +30,35 @@ from pathlib import Path
 from typing import Any
 
 from app.eval.checkpoint import Checkpoint
+from app.eval.config import RunConfig
 from app.eval.datasets import Case, Suite, load_suite
 from app.eval.judges import JUDGE_PROMPTS, JudgeConfig, check_judge, judge_variables, run_judge
 from app.eval.metrics.base import MetricContext, Score
 from app.eval.metrics.generation import REWRITE_EQUIVALENCE, rewrite_matches
 from app.eval.metrics.registry import score_case, specs
 from app.eval.observe import PipelineFactory, observe_case
+from app.eval.records import (
+    CandidateInfo,
+    CaseResult,
+    DatasetRef,
+    FrontEnd,
+    GitState,
+    JudgeInfo,
+    PromptRef,
+    Report,
+    RunMeta,
+    ThresholdsRef,
+    Totals,
+)
 from app.eval.report import build_report, write_report
 from app.eval.thresholds import load_thresholds
+from app.generation.pipeline.trace import Trace
+from app.llm.engine import EngineStats
 from app.llm.spec import parse_provider
 from app.paths import repo_root, reports_dir
 from app.redact import redact
 
 log = logging.getLogger(__name__)
-
-DEFAULT_MODEL = "offline:extractive"
-DEFAULT_JUDGE = "offline:reference-judge"
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """Everything that decides a run's results (stored in the checkpoint for --resume)."""
-
-    suite: str
-    model: str = DEFAULT_MODEL
-    judge: str | None = DEFAULT_JUDGE
-    judge_samples: int = 3
-    prompts: tuple[str, ...] = ()
-    concurrency: int = 8
-    rpm: float | None = None  # requests per minute per endpoint (None: unlimited)
-    tpm: float | None = None  # tokens per minute per endpoint (None: unlimited)
-    timeout_s: float = 60.0  # per request attempt
-    max_attempts: int = 4  # per request, retries included
-    cache: bool = True
-    refresh_cache: bool = False
-    batch: bool = False  # provider batch APIs for cache-missing calls (app.llm.batch)
-    batch_poll_s: float = 10.0
-    batch_flush_s: float = 2.0
-    limit: int | None = None
-    max_cost: float | None = None
-    allow_weak_judge: bool = False
-    k: int = 5
-    seed: int = 0
-    thresholds_path: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["prompts"] = list(self.prompts)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunConfig:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        known["prompts"] = tuple(known.get("prompts", ()))
-        return cls(**known)
 
 
 def _batcher(config: RunConfig) -> Any:
@@ -112,14 +87,14 @@ def _batcher(config: RunConfig) -> Any:
 @dataclass
 class RunOutcome:
     run_id: str
-    report: dict[str, Any]
+    report: Report
     path: Path | None
     markdown: Path | None
     calls: int = 0  # provider calls this process made (cache hits excluded)
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.report["status"] == "pass" else 1
+        return 0 if self.report.status == "pass" else 1
 
 
 @dataclass
@@ -131,9 +106,9 @@ class _Progress:
     on_update: Callable[[_Progress], None] | None = None
     started: float = field(default_factory=time.monotonic)
 
-    def update(self, result: dict[str, Any], spent: float) -> None:
+    def update(self, result: CaseResult, spent: float) -> None:
         self.done += 1
-        self.errors += 1 if result["errors"] else 0
+        self.errors += 1 if result.errors else 0
         self.cost = spent
         if self.on_update is not None:
             self.on_update(self)
@@ -144,7 +119,7 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
 
 
-def git_state() -> dict[str, Any]:
+def git_state() -> GitState:
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"],
@@ -163,8 +138,8 @@ def git_state() -> dict[str, Any]:
             ).stdout.strip()
         )
     except (OSError, subprocess.CalledProcessError):
-        return {"sha": None, "dirty": None}
-    return {"sha": sha, "dirty": dirty}
+        return GitState(sha=None, dirty=None)
+    return GitState(sha=sha, dirty=dirty)
 
 
 def select_cases(suite: Suite, limit: int | None) -> list[Case]:
@@ -178,7 +153,7 @@ async def evaluate_case(
     engine: Any,
     config: RunConfig,
     base_ctx: MetricContext,
-) -> dict[str, Any]:
+) -> CaseResult:
     """One case, end to end. Never raises for a provider failure: it is recorded."""
     errors: list[str] = []
     obs, extra = await observe_case(case, factory)
@@ -186,7 +161,7 @@ async def evaluate_case(
         errors.append(str(extra.get("error")))
         reason = f"pipeline error: {extra.get('error')}"
         metrics = {name: Score.undefined(reason, n_errors=1) for name in specs()}
-        return _result(case, metrics, None, None, {}, errors, 0.0)
+        return _result(case, metrics, None, None, None, errors, 0.0)
     judge_scores: dict[str, Score] = {}
     judge_cost = 0.0
     if config.judge:
@@ -227,7 +202,7 @@ async def evaluate_case(
     ctx = replace(base_ctx, judge_scores=judge_scores)
     metrics = score_case(case, obs, ctx)
     cost = (obs.cost_usd or 0.0) + judge_cost
-    return _result(case, metrics, obs.answer, obs.refused, dict(obs.trace), errors, cost)
+    return _result(case, metrics, obs.answer, obs.refused, obs.trace, errors, cost)
 
 
 def _result(
@@ -235,27 +210,27 @@ def _result(
     metrics: dict[str, Score],
     answer: str | None,
     refused: bool | None,
-    trace: dict[str, Any],
+    trace: Trace | None,
     errors: list[str],
     cost: float,
-) -> dict[str, Any]:
+) -> CaseResult:
     red = [
         name for name, spec in specs().items() if spec.red_line and (metrics[name].value or 0) > 0
     ]
-    return {
-        "id": case.id,
-        "question": case.question,
-        "tags": list(case.tags),
-        "difficulty": case.difficulty,
-        "expected_refusal": case.expected_refusal,
-        "metrics": {name: s.model_dump() for name, s in metrics.items()},
-        "answer": answer,
-        "refused": refused,
-        "trace": trace,
-        "errors": [redact(e) for e in errors],  # an error text never carries a secret
-        "red_lines": red,
-        "cost_usd": round(cost, 8),
-    }
+    return CaseResult(
+        id=case.id,
+        question=case.question,
+        tags=list(case.tags),
+        difficulty=case.difficulty,
+        expected_refusal=case.expected_refusal,
+        metrics=dict(metrics),
+        answer=answer,
+        refused=refused,
+        trace=trace,
+        errors=[redact(e) for e in errors],  # an error text never carries a secret
+        red_lines=red,
+        cost_usd=round(cost, 8),
+    )
 
 
 async def run(
@@ -265,7 +240,7 @@ async def run(
     engine: Any = None,
     out_dir: Path | None = None,
     command: Sequence[str] = (),
-    front_end: str = "api",
+    front_end: FrontEnd = "api",
     on_progress: Callable[[_Progress], None] | None = None,
     runs_root: Path | None = None,
     case_order: Callable[[list[Case]], list[Case]] | None = None,
@@ -325,9 +300,7 @@ async def run(
             todo = case_order(todo)
         progress = _Progress(total=len(cases), on_update=on_progress)
         progress.done = len([c for c in cases if c.id in finished])
-        spent_before = sum(
-            float(finished[c.id].get("cost_usd", 0.0)) for c in cases if c.id in finished
-        )
+        spent_before = sum(finished[c.id].cost_usd for c in cases if c.id in finished)
         engine_spent_at_start = _spent(engine)
         progress.cost = spent_before
         if on_progress is not None:
@@ -351,7 +324,7 @@ async def run(
                 except asyncio.QueueEmpty:
                     return
                 result = await evaluate_case(case, factory, engine, config, base_ctx)
-                checkpoint.save(case.id, result)
+                checkpoint.save(result)
                 finished[case.id] = result
                 progress.update(result, spent_before + _spent(engine) - engine_spent_at_start)
 
@@ -367,69 +340,45 @@ async def run(
         results = [finished[c.id] for c in cases if c.id in finished]
         if stop_reason is None and len(results) < len(cases):
             stop_reason = f"{len(cases) - len(results)} case(s) not run"
-        meta = {
-            "git": git_state(),
-            "command": list(command),
-            "front_end": front_end,
-            "suite": suite.name,
-            "seed": config.seed,
-            "k": config.k,
-            "resumed_from": resume,
-            "candidate": {
-                "provider": config.model,
-                "offline": parse_provider(config.model).offline,
-            },
-            "judge": {
-                "provider": config.judge,
-                "offline": parse_provider(config.judge).offline if config.judge else None,
-                "samples": config.judge_samples if config.judge else 0,
-                "temperature": 0.0,
-                "allow_weak": config.allow_weak_judge,
-                "warnings": warnings,
-                "prompts": factory.judge_prompt_refs() if config.judge else {},
-            },
-            "prompts": factory.prompt_refs(results),
-            "datasets": [
-                {
-                    "name": suite.name,
-                    "version": suite.version,
-                    "sha256": suite.sha256,
-                    "path": _rel(suite.path),
-                    "cases": len(suite.cases),
-                }
-            ],
-            "thresholds": {
-                "path": _rel(thresholds.path),
-                "version": thresholds.version,
-                "sha256": thresholds.sha256,
-                "suite": thresholds.suite,
-            },
-            "config": config.to_json(),
-        }
-        judge_cost = sum(
-            float(s.get("detail", {}).get("cost_usd", 0.0))
-            for r in results
-            for s in r["metrics"].values()
-            if s.get("samples") is not None
-        )
-        judge_names = {n for n, spec in specs().items() if spec.kind == "judge"}
-        total_cost = sum(float(r.get("cost_usd", 0.0)) for r in results)
-        totals = {
-            "cases_planned": len(cases),
-            "cases_done": len(results),
-            "cases_with_errors": sum(1 for r in results if r["errors"]),
-            "judge_errors": sum(
-                1
-                for r in results
-                for name, s in r["metrics"].items()
-                if name in judge_names and s.get("n_errors", 0) > 0
+        meta = RunMeta(
+            git=git_state(),
+            command=list(command),
+            front_end=front_end,
+            suite=suite.name,
+            seed=config.seed,
+            k=config.k,
+            resumed_from=resume,
+            candidate=CandidateInfo(
+                provider=config.model, offline=parse_provider(config.model).offline
             ),
-            "cost_usd": round(total_cost, 8),
-            "candidate_cost_usd": round(max(total_cost - judge_cost, 0.0), 8),
-            "judge_cost_usd": round(judge_cost, 8),
-            "duration_s": round(time.monotonic() - started, 3),
-            "engine": _stats(engine),
-        }
+            judge=JudgeInfo(
+                provider=config.judge,
+                offline=parse_provider(config.judge).offline if config.judge else None,
+                samples=config.judge_samples if config.judge else 0,
+                temperature=0.0,
+                allow_weak=config.allow_weak_judge,
+                warnings=warnings,
+                prompts=_refs(factory.judge_prompt_refs()) if config.judge else {},
+            ),
+            prompts=_refs(factory.prompt_refs(results)),
+            datasets=[
+                DatasetRef(
+                    name=suite.name,
+                    version=suite.version,
+                    sha256=suite.sha256,
+                    path=_rel(suite.path),
+                    cases=len(suite.cases),
+                )
+            ],
+            thresholds=ThresholdsRef(
+                path=_rel(thresholds.path),
+                version=thresholds.version,
+                sha256=thresholds.sha256,
+                suite=thresholds.suite,
+                bad_judge_score=thresholds.bad_judge_score,
+            ),
+            config=config,
+        )
         report = build_report(
             run_id=run_id,
             created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -437,7 +386,7 @@ async def run(
             metric_specs=specs(),
             cases=results,
             thresholds=thresholds,
-            totals=totals,
+            totals=totals(results, len(cases), time.monotonic() - started, _stats(engine)),
             partial_reason=stop_reason,
         )
         path = md = None
@@ -452,6 +401,40 @@ async def run(
             checkpoint.close()
 
 
+def totals(
+    results: Sequence[CaseResult], planned: int, duration_s: float, engine: EngineStats | None
+) -> Totals:
+    """The run's counts and costs (judge cost: what the judge samples recorded)."""
+    judge_names = {n for n, spec in specs().items() if spec.kind == "judge"}
+    judge_cost = sum(
+        float(s.detail.get("cost_usd", 0.0))
+        for r in results
+        for s in r.metrics.values()
+        if s.samples is not None
+    )
+    total_cost = sum(r.cost_usd for r in results)
+    return Totals(
+        cases_planned=planned,
+        cases_done=len(results),
+        cases_with_errors=sum(1 for r in results if r.errors),
+        judge_errors=sum(
+            1
+            for r in results
+            for name, s in r.metrics.items()
+            if name in judge_names and s.n_errors > 0
+        ),
+        cost_usd=round(total_cost, 8),
+        candidate_cost_usd=round(max(total_cost - judge_cost, 0.0), 8),
+        judge_cost_usd=round(judge_cost, 8),
+        duration_s=round(duration_s, 3),
+        engine=engine,
+    )
+
+
+def _refs(refs: dict[str, dict[str, str | None]]) -> dict[str, PromptRef]:
+    return {pid: PromptRef(version=str(r["version"]), hash=r["hash"]) for pid, r in refs.items()}
+
+
 def _rel(path: Path) -> str:
     try:
         return path.resolve().relative_to(repo_root()).as_posix()
@@ -459,24 +442,21 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def _spent(engine: Any) -> float:
+def _spent(engine: object) -> float:
     """Money this process's engine has spent (cache hits excluded)."""
     stats = getattr(engine, "stats", None)
     return float(getattr(stats, "cost_usd", 0.0) or 0.0) if stats is not None else 0.0
 
 
-def _calls(engine: Any) -> int:
+def _calls(engine: object) -> int:
     stats = getattr(engine, "stats", None)
     return int(getattr(stats, "calls", 0)) if stats is not None else 0
 
 
-def _stats(engine: Any) -> dict[str, Any]:
+def _stats(engine: object) -> EngineStats | None:
+    """The engine's counters; ``None`` for an engine without them (a test double)."""
     stats = getattr(engine, "stats", None)
-    as_dict = getattr(stats, "as_dict", None)
-    if callable(as_dict):
-        data = as_dict()
-        return dict(data) if isinstance(data, dict) else {}
-    return {}
+    return EngineStats(**asdict(stats)) if isinstance(stats, EngineStats) else None
 
 
 def run_sync(config: RunConfig, **kw: Any) -> RunOutcome:

@@ -1,5 +1,8 @@
 """Thresholds: one versioned TOML file, defaults overridable per suite.
 
+``[bad_cases] judge_score_below`` is the bar of the one bad-case policy
+(:func:`app.eval.report.bad_cases`): a judge score below it makes a case a bad case.
+
 Verdicts compare a metric's suite mean with ``min`` / ``max``. A red-line metric fails
 when any single case hits it, regardless of the mean. A metric with no defined values
 gets the verdict ``no_data`` (reported, not a failure: the suite has no case it applies to)
@@ -39,6 +42,7 @@ class ThresholdSet:
     sha256: str
     suite: str
     items: Mapping[str, Threshold]
+    bad_judge_score: float  # [bad_cases] judge_score_below: a judge score under it is bad
 
 
 def load_thresholds(suite: str, path: Path | None = None) -> ThresholdSet:
@@ -64,7 +68,19 @@ def load_thresholds(suite: str, path: Path | None = None) -> ThresholdSet:
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise ConfigError(f"{path}: threshold {name!r} must be a number, got {value!r}")
         items[name] = Threshold(name, **{bound: float(value)})
-    return ThresholdSet(version, path, "sha256:" + hashlib.sha256(raw).hexdigest(), suite, items)
+    bad = data.get("bad_cases")
+    below = bad.get("judge_score_below") if isinstance(bad, dict) else None
+    if (
+        not isinstance(below, int | float)
+        or isinstance(below, bool)
+        or set(bad or {}) != {"judge_score_below"}
+    ):
+        raise ConfigError(
+            f"{path}: add a [bad_cases] table with judge_score_below = 3.0 (a judge score "
+            f"below it makes a case a bad case), got {bad!r}"
+        )
+    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+    return ThresholdSet(version, path, digest, suite, items, float(below))
 
 
 def verdicts(

@@ -16,15 +16,16 @@ option                 environment              default
 ``--judge-samples``    ``RAG_EVAL_JUDGE_SAMPLES``  3
 =====================  =======================  ===========================
 
-What fails, and why (decided here, once):
+What fails, and why — the report's one bad-case policy (:func:`app.eval.report.bad_cases`,
+``report.bad_cases``), which this front end reads rather than re-derives:
 
 * **Always a failure, on every provider** — a red line (``acl_leak``), a
   ``must_not_include`` violation, a failed injection case, or an evaluation error (the
   pipeline raised, or a judge reply stayed unparseable after its repair). These do not
   depend on how good the model is: an offline baseline that leaks restricted data or
   cannot be evaluated is as broken as a real model that does.
-* **Quality bars** — per case: any judge score < 3 (seed 004 §12.3's bad case) or a
-  refusal error; per suite: every threshold of ``app/eval/thresholds.toml``. With a real
+* **Quality bars** — per case: any judge score below ``[bad_cases] judge_score_below``
+  of ``app/eval/thresholds.toml`` (3, seed 004 §12.3's bad case) or a refusal error; per suite: every threshold of ``app/eval/thresholds.toml``. With a real
   candidate model they fail the test. With the *offline* candidate (``offline:*``, what
   ``make test`` runs in CI) they are **reported, not failing**: the test is marked
   ``xfail`` with every metric in the reason, so the numbers stay visible in the run's
@@ -46,7 +47,8 @@ from typing import Any
 
 import pytest
 
-from app.eval.runner import DEFAULT_JUDGE, DEFAULT_MODEL, RunConfig, RunOutcome, run_sync
+from app.eval.config import DEFAULT_JUDGE, DEFAULT_MODEL, RunConfig
+from app.eval.runner import RunOutcome, run_sync
 from app.llm.spec import parse_provider
 from app.paths import reports_dir
 
@@ -103,7 +105,7 @@ def eval_suite(pytestconfig: pytest.Config, eval_config: RunConfig) -> Callable[
 
     def get(suite: str) -> RunOutcome:
         if suite not in _RUNS:
-            config = RunConfig(**{**eval_config.__dict__, "suite": suite})
+            config = eval_config.replace(suite=suite)
             command = ["pytest", *(shlex.quote(a) for a in sys.argv[1:])]
             _RUNS[suite] = run_sync(config, out_dir=out_dir, command=command, front_end="pytest")
         return _RUNS[suite]
@@ -113,8 +115,8 @@ def eval_suite(pytestconfig: pytest.Config, eval_config: RunConfig) -> Callable[
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for suite, outcome in _RUNS.items():
-        totals = outcome.report["totals"]
+        totals = outcome.report.totals
         terminalreporter.write_line(
-            f"rag eval [{suite}] {outcome.report['status'].upper()} "
-            f"({totals['cases_done']} cases, {totals['duration_s']:.1f}s) → {outcome.path}"
+            f"rag eval [{suite}] {outcome.report.status.upper()} "
+            f"({totals.cases_done} cases, {totals.duration_s:.1f}s) → {outcome.path}"
         )

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -20,51 +19,41 @@ from typing import Any
 import pytest
 
 from app.errors import DatasetError
+from app.eval.config import RunConfig
 from app.eval.datasets import load_suite
-from app.eval.report import validate_report
-from app.eval.runner import RunConfig, RunOutcome
+from app.eval.records import CaseResult, Report
+from app.eval.report import load_report
+from app.eval.runner import RunOutcome
 from app.paths import PACKAGE_DIR
 
 TIMING = {"latency_s"}  # a measurement of the machine, not a score of the case
 SUITES = ("smoke", "full", "hard", "adversarial")
-BAD_JUDGE_SCORE = 3.0  # seed 004 §12.3: a judge score below 3 is a bad case
 
 
-def format_case(result: dict[str, Any]) -> str:
+def format_case(result: CaseResult) -> str:
     """Every metric of one case, one per line (the per-case failure message)."""
     lines = [
-        f"case {result['id']} tags={result['tags']} difficulty={result['difficulty']}",
-        f"  question: {result.get('question', '')}",
-        f"  answer:   {(result['answer'] or '')[:300]}",
-        f"  refused:  {result['refused']} (expected {result.get('expected_refusal')})",
+        f"case {result.id} tags={result.tags} difficulty={result.difficulty}",
+        f"  question: {result.question}",
+        f"  answer:   {(result.answer or '')[:300]}",
+        f"  refused:  {result.refused} (expected {result.expected_refusal})",
     ]
-    for name, score in result["metrics"].items():
-        value = "null" if score["value"] is None else f"{score['value']:.4g}"
-        extra = f"  samples={score['samples']}" if score.get("samples") else ""
-        reason = f"  ({score['reason']})" if score["reason"] else ""
+    for name, score in result.metrics.items():
+        value = "null" if score.value is None else f"{score.value:.4g}"
+        extra = f"  samples={score.samples}" if score.samples else ""
+        reason = f"  ({score.reason})" if score.reason else ""
         lines.append(f"  {name:22s} {value}{extra}{reason}")
-    for error in result["errors"]:
+    for error in result.errors:
         lines.append(f"  ERROR: {error}")
     return "\n".join(lines)
 
 
-def case_problems(result: dict[str, Any], judge_metrics: set[str]) -> tuple[list[str], list[str]]:
-    """(hard failures, quality shortfalls) of one case — see the module docstring."""
-    m = result["metrics"]
-    hard = [f"red line {name}" for name in result.get("red_lines", [])]
-    if (m["must_not_include"]["value"] or 0) > 0:
-        hard.append(f"must_not_include hit: {m['must_not_include']['detail'].get('violations')}")
-    if m["injection_resistance"]["value"] == 0:
-        hard.append(f"injection: {m['injection_resistance']['detail'].get('failures')}")
-    hard += [f"evaluation error: {e}" for e in result["errors"]]
-    quality = [
-        f"{name} = {m[name]['value']:.2f} < {BAD_JUDGE_SCORE:g}"
-        for name in sorted(judge_metrics)
-        if m[name]["value"] is not None and m[name]["value"] < BAD_JUDGE_SCORE
-    ]
-    if m["refusal_error"]["value"] == 1:
-        quality.append(f"refusal error ({m['refusal_error']['detail'].get('cell')})")
-    return hard, quality
+def case_problems(report: Report, case_id: str) -> tuple[list[str], list[str]]:
+    """(hard failures, quality shortfalls) of one case: the report's own bad-case entry."""
+    bad = report.bad_case(case_id)
+    if bad is None:
+        return [], []
+    return [r.message for r in bad.hard], [r.message for r in bad.quality]
 
 
 def _case_params() -> list[Any]:
@@ -90,11 +79,10 @@ def test_case(
     offline_candidate: bool,
 ) -> None:
     report = eval_suite(suite).report
-    result = next((c for c in report["cases"] if c["id"] == case_id), None)
+    result = report.case(case_id)
     if result is None:
-        pytest.fail(f"{case_id} was not run (partial run: {report['partial_reason']})")
-    judges = {name for name, spec in report["metrics"].items() if spec["kind"] == "judge"}
-    hard, quality = case_problems(result, judges)
+        pytest.fail(f"{case_id} was not run (partial run: {report.partial_reason})")
+    hard, quality = case_problems(report, case_id)
     if hard:
         pytest.fail("; ".join(hard) + "\n" + format_case(result), pytrace=False)
     if quality:
@@ -116,14 +104,14 @@ def test_suite_thresholds(
     outcome = eval_suite(suite)
     report = outcome.report
     assert outcome.path is not None and outcome.path.exists()
-    validate_report(json.loads(outcome.path.read_text(encoding="utf-8")))
-    assert not report["partial"], report["partial_reason"]
-    red = {name for name, spec in report["metrics"].items() if spec["red_line"]}
-    failed = {n: v for n, v in report["verdicts"].items() if v["verdict"] == "fail"}
+    assert load_report(outcome.path) == report  # the file reads back as the same report
+    assert not report.partial, report.partial_reason
+    red = set(report.red_line_metrics)
+    failed = {n: v for n, v in report.verdicts.items() if v.verdict == "fail"}
     table = "\n".join(
-        f"  {n:22s} {v['value'] if v['value'] is None else round(v['value'], 4)} "
-        f"(n={v['n']}) needs {v['threshold']}: {v['verdict']}"
-        for n, v in report["verdicts"].items()
+        f"  {n:22s} {v.value if v.value is None else round(v.value, 4)} "
+        f"(n={v.n}) needs {v.threshold}: {v.verdict}"
+        for n, v in report.verdicts.items()
     )
     red_failed = sorted(set(failed) & red)
     assert not red_failed, f"red line(s) {red_failed} in {suite}:\n{table}\nreport: {outcome.path}"
@@ -134,14 +122,10 @@ def test_suite_thresholds(
         pytest.fail(message, pytrace=False)
 
 
-def _metrics(report: dict[str, Any]) -> dict[str, Any]:
+def _metrics(report: Report) -> dict[str, Any]:
     return {
-        c["id"]: {
-            k: (v["value"], v["reason"], v.get("samples"))
-            for k, v in c["metrics"].items()
-            if k not in TIMING
-        }
-        for c in report["cases"]
+        c.id: {k: (v.value, v.reason, v.samples) for k, v in c.metrics.items() if k not in TIMING}
+        for c in report.cases
     }
 
 
@@ -161,7 +145,8 @@ def test_cli_and_pytest_agree(
     assert proc.returncode in (0, 1), proc.stderr
     match = re.search(r"report: (\S+\.json)", proc.stdout)
     assert match, proc.stdout + proc.stderr
-    cli = json.loads(Path(match.group(1)).read_text(encoding="utf-8"))
-    assert cli["meta"]["front_end"] == "cli" and ours["meta"]["front_end"] == "pytest"
+    cli = load_report(Path(match.group(1)))
+    assert cli.meta.front_end == "cli" and ours.meta.front_end == "pytest"
     assert _metrics(cli) == _metrics(ours)
-    assert cli["status"] == ours["status"]
+    assert cli.status == ours.status
+    assert cli.bad_cases == ours.bad_cases

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.eval.datasets import Case
+from app.generation.pipeline.trace import Trace
 from app.text.match import contains
 from app.text.normalise import normalise
 
@@ -82,7 +83,7 @@ class Observation:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0
-    trace: Mapping[str, Any] = field(default_factory=dict)
+    trace: Trace | None = None  # the pipeline's own record of the answer
 
 
 @dataclass(frozen=True)

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 import pytest
 
 from app.cli.eval import gate_exit_code
+from app.eval.records import Report
+from tests.support import reports as r
+
+V = Literal["pass", "fail", "no_data"]
 
 
-def report(acl: str, correctness: str, partial: bool = False) -> dict[str, Any]:
-    return {
-        "partial": partial,
-        "metrics": {
-            "acl_leak": {"red_line": True},
-            "correctness": {"red_line": False},
+def report(acl: V, correctness: V, partial: bool = False) -> Report:
+    return r.report(
+        [r.case("kb-001", {"acl_leak": 0.0, "correctness": 4.0})],
+        {
+            "acl_leak": r.info("lower", red_line=True),
+            "correctness": r.info(kind="judge", unit="score 1-5", scale="continuous"),
         },
-        "verdicts": {
-            "acl_leak": {"verdict": acl},
-            "correctness": {"verdict": correctness},
+        verdicts={
+            "acl_leak": r.verdict("acl_leak", acl),
+            "correctness": r.verdict("c", correctness),
         },
-    }
+        partial_reason="--max-cost reached" if partial else None,
+    )
 
 
 @pytest.mark.parametrize(
@@ -33,5 +38,5 @@ def report(acl: str, correctness: str, partial: bool = False) -> dict[str, Any]:
         ("no_data", "fail", False, 0),
     ],
 )
-def test_red_lines_gate(acl: str, correctness: str, partial: bool, expected: int) -> None:
+def test_red_lines_gate(acl: V, correctness: V, partial: bool, expected: int) -> None:
     assert gate_exit_code(report(acl, correctness, partial)) == expected

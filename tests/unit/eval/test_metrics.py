@@ -65,16 +65,16 @@ def test_refusal_confusion_matrix() -> None:
         (False, False),
     ]:
         s = score_case(case(expected_refusal=expected), Observation("x", refused), MetricContext())
-        cells.append({"metrics": {"refusal_error": s["refusal_error"].model_dump()}})
+        cells.append({"refusal_error": s["refusal_error"]})
         assert s["refusal_error"].value == (1.0 if expected != refused else 0.0)
     m = refusal_confusion(cells)
-    assert (m["true_refusal"], m["missed_refusal"], m["false_refusal"], m["true_answer"]) == (
+    assert (m.true_refusal, m.missed_refusal, m.false_refusal, m.true_answer) == (
         1,
         1,
         1,
         2,
     )
-    assert m["error_rate"] == 2 / 5
+    assert m.error_rate == 2 / 5
 
 
 def test_acl_leak_checks_retrieved_assembled_and_cited_against_the_kb() -> None:

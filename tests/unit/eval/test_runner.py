@@ -7,8 +7,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from app.eval.report import validate_report
-from app.eval.runner import RunConfig, run_sync
+from app.eval.config import RunConfig
+from app.eval.records import Report
+from app.eval.report import load_report, validate_report
+from app.eval.runner import run_sync
 from app.llm.engine import Engine, EngineConfig
 from app.llm.types import ChatRequest, Completion
 
@@ -17,14 +19,14 @@ from app.llm.types import ChatRequest, Completion
 TIMING = {"latency_s"}
 
 
-def per_case(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def per_case(report: Report) -> dict[str, dict[str, Any]]:
     return {
-        c["id"]: {
-            name: (s["value"], s["reason"], s.get("samples"))
-            for name, s in c["metrics"].items()
+        c.id: {
+            name: (s.value, s.reason, s.samples)
+            for name, s in c.metrics.items()
             if name not in TIMING
         }
-        for c in report["cases"]
+        for c in report.cases
     }
 
 
@@ -69,7 +71,8 @@ def test_shuffled_case_order_gives_identical_scores(eval_root: Path) -> None:
     backward = run_sync(cfg, write=False, case_order=lambda cases: list(reversed(cases)))
     interleaved = run_sync(cfg, write=False, case_order=lambda cases: cases[1::2] + cases[::2])
     assert per_case(forward.report) == per_case(backward.report) == per_case(interleaved.report)
-    assert forward.report["summary"]["faithfulness"] == backward.report["summary"]["faithfulness"]
+    assert forward.report.summary["faithfulness"] == backward.report.summary["faithfulness"]
+    assert forward.report.bad_cases == backward.report.bad_cases
 
 
 class BrokenJudge(Engine):
@@ -94,17 +97,23 @@ def test_injected_judge_parse_failure_is_counted_not_scored(eval_root: Path) -> 
     engine = BrokenJudge(EngineConfig(cache=False))
     out = run_sync(RunConfig(suite="mini", cache=False), engine=engine, write=False)
     report = out.report
-    broken = next(c for c in report["cases"] if c["id"] == "mini-002")
-    faith = broken["metrics"]["faithfulness"]
-    assert faith["value"] is None
-    assert faith["n_errors"] == 3 and "judge error" in faith["reason"]
-    assert any("faithfulness" in e for e in broken["errors"])
-    summary = report["summary"]["faithfulness"]
-    assert summary["n"] == 4 and summary["n_errors"] == 1
-    assert report["totals"]["judge_errors"] == 1
+    broken = report.case("mini-002")
+    assert broken is not None
+    faith = broken.metrics["faithfulness"]
+    assert faith.value is None
+    assert faith.n_errors == 3 and faith.reason is not None and "judge error" in faith.reason
+    assert any("faithfulness" in e for e in broken.errors)
+    summary = report.summary["faithfulness"]
+    assert summary.n == 4 and summary.n_errors == 1
+    assert report.totals.judge_errors == 1
     # the other judge metrics of that case are still scores
-    assert isinstance(broken["metrics"]["correctness"]["value"], float)
-    validate_report(report)
+    assert isinstance(broken.metrics["correctness"].value, float)
+    # the one bad-case policy lists the judge error as a hard reason of that case
+    bad = report.bad_case("mini-002")
+    assert bad is not None
+    assert [r.kind for r in bad.hard] == ["error"]
+    assert "faithfulness" in bad.hard[0].message
+    assert validate_report(json.loads(report.model_dump_json())) == report
 
 
 def test_max_cost_writes_a_partial_report(eval_root: Path) -> None:
@@ -112,9 +121,9 @@ def test_max_cost_writes_a_partial_report(eval_root: Path) -> None:
     out = run_sync(
         RunConfig(suite="mini", cache=False, max_cost=0.0), out_dir=eval_root / "reports"
     )
-    assert out.report["partial"] is True and out.report["status"] == "partial"
-    assert "--max-cost" in out.report["partial_reason"]
-    assert out.report["totals"]["cases_done"] == 0
+    assert out.report.partial is True and out.report.status == "partial"
+    assert out.report.partial_reason is not None and "--max-cost" in out.report.partial_reason
+    assert out.report.totals.cases_done == 0
     assert out.exit_code == 1
     assert out.path is not None
-    validate_report(json.loads(out.path.read_text(encoding="utf-8")))
+    assert load_report(out.path) == out.report

@@ -60,14 +60,32 @@ def test_thresholds_defaults_are_seed_004() -> None:
 
 def test_suite_override_and_bad_file(tmp_path: Path) -> None:
     path = tmp_path / "t.toml"
+    bad = "[bad_cases]\njudge_score_below = 2.5\n"
     path.write_text(
-        'version = "9"\n[defaults]\nmrr = { min = 0.6 }\n[suites.hard]\nmrr = { min = 0.4 }\n'
+        'version = "9"\n[defaults]\nmrr = { min = 0.6 }\n[suites.hard]\nmrr = { min = 0.4 }\n' + bad
     )
     assert load_thresholds("hard", path).items["mrr"].min == 0.4
     assert load_thresholds("smoke", path).items["mrr"].min == 0.6
-    path.write_text('version = "9"\n[defaults]\nmrr = { atleast = 0.6 }\n')
+    assert load_thresholds("smoke", path).bad_judge_score == 2.5
+    path.write_text('version = "9"\n[defaults]\nmrr = { atleast = 0.6 }\n' + bad)
     with pytest.raises(ConfigError, match="mrr"):
         load_thresholds("smoke", path)
+
+
+@pytest.mark.parametrize(
+    "table",
+    ["", "[bad_cases]\n", '[bad_cases]\njudge_score_below = "3"\n', "[bad_cases]\nbelow = 3\n"],
+)
+def test_the_bad_case_bar_must_be_in_the_thresholds_file(tmp_path: Path, table: str) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text('version = "9"\n[defaults]\nmrr = { min = 0.6 }\n' + table)
+    with pytest.raises(ConfigError, match=r"\[bad_cases\] table with judge_score_below"):
+        load_thresholds("smoke", path)
+
+
+def test_the_shipped_bad_case_bar_is_seed_004s_three() -> None:
+    # seed 004 §12.3: a judge score below 3 is a bad case
+    assert load_thresholds("smoke").bad_judge_score == 3.0
 
 
 def test_verdicts() -> None:

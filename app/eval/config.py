@@ -1,0 +1,58 @@
+"""The run configuration: everything that decides a run's results.
+
+:class:`RunConfig` is built by the front ends (``rag eval run``, the pytest plugin,
+``diff-prompt``, scripts), stored in the run's checkpoint (so ``--resume`` re-runs with
+exactly the same settings) and recorded in the report (``meta.config``). It lives here, on
+its own, so the runner, the pipeline seam (:mod:`app.eval.observe`) and the report records
+(:mod:`app.eval.records`) can all import it without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_MODEL = "offline:extractive"
+DEFAULT_JUDGE = "offline:reference-judge"
+
+
+class RunConfig(BaseModel):
+    """Everything that decides a run's results (stored in the checkpoint for --resume)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    suite: str
+    model: str = DEFAULT_MODEL
+    judge: str | None = DEFAULT_JUDGE
+    judge_samples: int = Field(default=3, ge=1)
+    prompts: tuple[str, ...] = ()
+    concurrency: int = Field(default=8, ge=1)
+    rpm: float | None = None  # requests per minute per endpoint (None: unlimited)
+    tpm: float | None = None  # tokens per minute per endpoint (None: unlimited)
+    timeout_s: float = 60.0  # per request attempt
+    max_attempts: int = Field(default=4, ge=1)  # per request, retries included
+    cache: bool = True
+    refresh_cache: bool = False
+    batch: bool = False  # provider batch APIs for cache-missing calls (app.llm.batch)
+    batch_poll_s: float = 10.0
+    batch_flush_s: float = 2.0
+    limit: int | None = None
+    max_cost: float | None = None
+    allow_weak_judge: bool = False
+    k: int = Field(default=5, ge=1)
+    seed: int = 0
+    thresholds_path: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON form stored in the checkpoint and in ``meta.config``."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> RunConfig:
+        """Read a stored configuration; keys a newer or older version wrote are ignored."""
+        return cls.model_validate({k: v for k, v in data.items() if k in cls.model_fields})
+
+    def replace(self, **changes: object) -> RunConfig:
+        """A copy with ``changes`` applied, validated like a new configuration."""
+        return RunConfig.model_validate({**self.model_dump(), **changes})
