@@ -13,11 +13,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from app.generation.pipeline.generator import Pipeline, PipelineConfig  # noqa: E402
-from app.llm.engine import Engine, EngineConfig  # noqa: E402
-from app.llm.types import ChatRequest, Completion  # noqa: E402
-from app.llm.types import Message as M  # noqa: E402
-from tests.support.fake_llm_server import FakeLLMServer  # noqa: E402
+from app.generation.pipeline.generator import Pipeline, PipelineConfig
+from app.llm.engine import Engine, EngineConfig
+from app.llm.types import ChatRequest, Completion
+from app.llm.types import Message as M
+from tests.support.fake_llm_server import FakeLLMServer
 
 HISTORY = [
     m
