@@ -69,6 +69,7 @@ async def test_offline_and_model_send_the_same_rewrite_and_summary_requests(
         again, again_engine = await _answer(model, kb_path, cache=True)  # a new pipeline
         assert server.requests == sent  # every call of the second run came from the cache
     assert all(c.cached for _, _, c in again_engine.seen)
+    assert again.text == online.text and again.trace.tokens.cached_calls == len(again_engine.seen)
 
     def purposes(engine: RecordingEngine) -> list[str]:
         return [r.purpose for _, r, _ in engine.seen]
