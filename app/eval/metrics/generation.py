@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from app.eval.datasets import Case
-from app.eval.metrics.base import MetricContext, Observation, Score, contains, normalise
+from app.eval.metrics.base import MetricContext, Observation, Score
 from app.eval.metrics.registry import metric
+from app.text import contains, normalise
 
 REWRITE_EQUIVALENCE = "_rewrite_equivalence"  # judge_scores key for the rewrite judge
 _TRAILING_PUNCT = re.compile(r"[\s。．.？?！!]+$")

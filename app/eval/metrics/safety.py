@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from app.eval.datasets import Case
-from app.eval.metrics.base import MetricContext, Observation, Score, contains
+from app.eval.metrics.base import MetricContext, Observation, Score
 from app.eval.metrics.registry import metric
 from app.retrieval.kb import can_read
+from app.text import contains
 
 INJECTION_TAG = "injection"
 

@@ -244,3 +244,23 @@ def test_colloquial_answerable_question_reaches_assisted_and_out_of_scope_stays_
             out = retriever.search(query, acl, 5)
             assert not out or out[0].score < 0.45, (query, acl, out[0].score)
             assert select(out).mode in {"refusal", "no_hits"}
+
+
+def test_scores_computes_query_weights_once_with_the_same_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    docs = [["年假", "天", "员工"], ["报销", "差旅"], ["年假", "年假", "病假"], ["vpn"]]
+    bm = BM25(docs)
+    query = ["年假", "天", "绿卡"]  # 绿卡: unknown, counted at α·idf
+    expected = [(i, bm.normalized_score(query, i), bm.raw_score(query, i)) for i in (0, 2)]
+    calls = 0
+    original = BM25.query_weights
+
+    def counting(self: BM25, q: list[str]) -> dict[str, float]:
+        nonlocal calls
+        calls += 1
+        return original(self, q)
+
+    monkeypatch.setattr(BM25, "query_weights", counting)
+    assert bm.scores(query) == expected
+    assert calls == 1
