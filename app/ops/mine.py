@@ -104,7 +104,7 @@ def _norm(text: str) -> str:
 
 
 def _terms(text: str) -> frozenset[str]:
-    from app.retrieval.tokenize import tokenize
+    from app.text import tokenize  # jieba's dictionary loads on first use, not at import
 
     terms = frozenset(tokenize(text, query=True))
     return terms or frozenset({_norm(text)})
