@@ -23,3 +23,12 @@ def test_app_text_imports_only_the_ground_floor() -> None:
         }
     assert len(seen) >= 7
     assert {name: mods for name, mods in seen.items() if mods} == {}
+
+
+def test_importing_app_text_does_not_load_jieba() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, app.text; print('jieba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"  # loaded lazily, on the first CJK text analysed
