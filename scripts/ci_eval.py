@@ -7,8 +7,9 @@
     body that starts with :data:`MARKER` (the PR comment is found by it and updated in
     place) and goes to ``$GITHUB_STEP_SUMMARY``. Without provider secrets it runs the
     offline baselines and says, at the top, that live scores were skipped.
-``nightly-summary`` (eval-nightly.yml) — the bad-case list (judge score < 3) and the
-    comparison with the last nightly baseline, as markdown; exit 1 on a regression.
+``nightly-summary`` (eval-nightly.yml) — the report's bad cases (its one policy, each
+    reason with its severity) and the comparison with the last nightly baseline, as
+    markdown; exit 1 on a regression.
 
 Usage::
 
@@ -26,6 +27,10 @@ import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.eval.records import Report
 
 MARKER = "<!-- rag-starter:prompt-delta -->"
 PROMPTS_DIR = "app/generation/prompts"
@@ -170,31 +175,38 @@ def prompt_delta(
 # ---------------------------------------------------------------- nightly
 
 
-def bad_cases(report: dict[str, object], threshold: float = 3.0) -> list[tuple[str, str, float]]:
-    """``(case id, metric, value)`` for every judge metric below ``threshold`` (seed §12.3)."""
-    metrics = report.get("metrics") or {}
-    assert isinstance(metrics, dict)
-    judge_metrics = {m for m, spec in metrics.items() if spec.get("kind") == "judge"}
-    out: list[tuple[str, str, float]] = []
-    for case in report.get("cases") or []:  # type: ignore[attr-defined]
-        for metric, entry in sorted((case.get("metrics") or {}).items()):
-            value = entry.get("value") if isinstance(entry, dict) else entry
-            if metric in judge_metrics and isinstance(value, int | float) and value < threshold:
-                out.append((str(case.get("id")), metric, float(value)))
-    return out
+def _cell(text: str) -> str:
+    """Text for a markdown table cell (a ``|`` would end the cell)."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def bad_case_rows(report: Report) -> list[tuple[str, str, str]]:
+    """``(case id, severity, reason)`` for every reason of the report's bad cases: the
+    report's one policy (:func:`app.eval.report.bad_cases`), not a copy of it here."""
+    return [
+        (bad.id, "hard" if reason.hard else "quality", reason.message)
+        for bad in report.bad_cases
+        for reason in bad.reasons
+    ]
 
 
 def nightly_summary(report_path: Path, baseline: Path | None) -> tuple[str, int]:
     from app.errors import ReportError
-    from app.eval.compare import compare_files, load_report
+    from app.eval.compare import compare_files
+    from app.eval.report import load_report
 
     report = load_report(report_path)
-    bad = bad_cases(report)
+    rows = bad_case_rows(report)
+    bar = report.meta.thresholds.bad_judge_score
     lines = [f"## Nightly evaluation: `{report_path.name}`", ""]
-    lines += [f"**Bad cases** (judge score < 3): {len(bad)}", ""]
-    if bad:
-        lines += ["| case | metric | score |", "|---|---|---|"]
-        lines += [f"| {cid} | {metric} | {value:.2f} |" for cid, metric, value in bad]
+    lines += [
+        f"**Bad cases**: {len(report.bad_cases)} (hard: red line, forbidden text, failed "
+        f"injection, evaluation error; quality: judge score < {bar:g}, refusal error)",
+        "",
+    ]
+    if rows:
+        lines += ["| case | severity | reason |", "|---|---|---|"]
+        lines += [f"| {cid} | {severity} | {_cell(reason)} |" for cid, severity, reason in rows]
         lines.append("")
     rc = 0
     if baseline is None or not baseline.exists():
@@ -230,7 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         args.out.write_text(body, encoding="utf-8")
     else:
-        body, rc = nightly_summary(args.report, args.baseline)
+        from app.errors import UserError
+
+        try:
+            body, rc = nightly_summary(args.report, args.baseline)
+        except UserError as exc:  # an unreadable report: the message, exit 2, no traceback
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if args.out is not None:
             args.out.write_text(body, encoding="utf-8")
     sys.stdout.write(body)

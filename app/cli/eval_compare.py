@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from app.errors import UserError
 
+if TYPE_CHECKING:
+    from app.eval.compare import Comparison
+
 _FORMATS = click.Choice(["md", "json"])
 
 
-def _emit(comparison: object, fmt: str, out: Path | None) -> None:
-    from app.eval.compare import Comparison
-
-    assert isinstance(comparison, Comparison)
+def _emit(comparison: Comparison, fmt: str, out: Path | None) -> None:
     text = comparison.to_markdown() if fmt == "md" else comparison.to_json() + "\n"
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -31,10 +31,7 @@ def _emit(comparison: object, fmt: str, out: Path | None) -> None:
     click.echo(text, nl=False)
 
 
-def _finish(comparison: object, fail_on_regression: bool) -> None:
-    from app.eval.compare import Comparison
-
-    assert isinstance(comparison, Comparison)
+def _finish(comparison: Comparison, fail_on_regression: bool) -> None:
     if fail_on_regression and comparison.has_regression:
         click.echo("regression: at least one metric is ❌ (see the table)", err=True)
         raise click.exceptions.Exit(1)
@@ -143,7 +140,7 @@ def run_diff_prompt(
     judge: str | None = None,
     concurrency: int | None = None,
     out_dir: Path | None = None,
-) -> Any:
+) -> Comparison:
     """Run both versions on the same cases (one shared response cache) and compare them.
 
     The two runs differ only in ``RunConfig.prompts``; everything that does not depend on

@@ -1,6 +1,6 @@
 """Upload a finished eval report to Langfuse as a dataset run (seed 004 §12.1).
 
-``export_run(report)`` uses the official ``langfuse`` SDK (v3+ API: datasets, dataset items,
+``export_run(report)`` (a typed :class:`~app.eval.records.Report`) uses the official ``langfuse`` SDK (v3+ API: datasets, dataset items,
 and ``run_experiment`` — the SDK's dataset run, whose traces are linked to the dataset
 items through OpenTelemetry attributes):
 
@@ -8,7 +8,8 @@ items through OpenTelemetry attributes):
   (upserted) with the dataset file's sha256 in its metadata;
 * one **dataset item** per case, with a stable id (uuid5 of dataset name + case id, so a
   re-export updates instead of duplicating): input = question (+ history), expected output
-  = golden answer, metadata = case id, tags, difficulty;
+  = golden answer — both from the run's dataset file, read only while its sha256 is still
+  the one the report recorded (:func:`golden_cases`) — metadata = case id, tags, difficulty;
 * one **trace per case** in the run (``run_name`` = the report's run id): its output is the
   answer the run recorded — nothing is re-generated — and its metadata carries the prompt
   version(s), the candidate and judge models and the case id;
@@ -27,10 +28,13 @@ import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from app.errors import ConfigError, ReportError
-from app.eval.records import Report
+from app.errors import ConfigError, DatasetError, ReportError
+from app.eval.datasets import Case, load_dataset_file
+from app.eval.records import CaseResult, Report
+from app.paths import repo_root
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +83,10 @@ def make_client(env: Mapping[str, str] | None = None) -> Any:
     return Langfuse(public_key=public_key, secret_key=secret_key, base_url=host)
 
 
-def dataset_name(report: Mapping[str, Any]) -> str:
-    datasets = (report.get("meta") or {}).get("datasets") or []
-    if not datasets:
+def dataset_name(report: Report) -> str:
+    if not report.meta.datasets:
         raise ReportError("report has no meta.datasets: cannot name the Langfuse dataset")
-    parts = [f"{d.get('name')}_v{d.get('version')}" for d in datasets]
+    parts = [f"{d.name}_v{d.version}" for d in report.meta.datasets]
     return "rag-starter/" + "+".join(parts)
 
 
@@ -92,73 +95,96 @@ def item_id(dataset: str, case_id: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{dataset}\x00{case_id}"))
 
 
-def _prompt_versions(report: Mapping[str, Any], case: Mapping[str, Any]) -> str:
-    trace = case.get("trace") or {}
-    if isinstance(trace, Mapping) and trace.get("prompt_version"):
-        return str(trace["prompt_version"])
-    prompts = (report.get("meta") or {}).get("prompts") or {}
-    return ", ".join(str(p.get("version")) for _, p in sorted(prompts.items()))
+def golden_cases(report: Report) -> dict[str, Case]:
+    """The golden cases the run scored, read from its dataset files — only when a file's
+    sha256 is still the one the report recorded (an edited file is not the run's ruler)."""
+    out: dict[str, Case] = {}
+    for ref in report.meta.datasets:
+        path = Path(ref.path)
+        path = path if path.is_absolute() else repo_root() / path
+        try:
+            suite = load_dataset_file(path)
+        except DatasetError as exc:
+            log.warning("langfuse: no golden answers from %s (%s)", path, exc)
+            continue
+        if suite.sha256 != ref.sha256:
+            log.warning(
+                "langfuse: %s changed since the run (sha256 %s, the report has %s): "
+                "items are exported without golden answers",
+                path,
+                suite.sha256[:12],
+                ref.sha256[:12],
+            )
+            continue
+        out.update((case.id, case) for case in suite.cases)
+    return out
 
 
-def _value(entry: Any) -> float | None:
-    value = entry.get("value") if isinstance(entry, Mapping) else entry
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value)
-    return None
+def _prompt_versions(report: Report, case: CaseResult | None) -> str:
+    if case is not None and case.trace is not None and case.trace.prompt_version:
+        return case.trace.prompt_version
+    return ", ".join(p.version for _, p in sorted(report.meta.prompts.items()))
 
 
 def export_run(
-    report: Mapping[str, Any] | Report,
+    report: Report,
     *,
     client: Any = None,
     run_name: str | None = None,
     max_concurrency: int = 8,
+    golden: Mapping[str, Case] | None = None,
 ) -> ExportSummary:
-    """Upload ``report`` (a loaded report dict) as a Langfuse dataset run; see module doc."""
+    """Upload ``report`` as a Langfuse dataset run; see the module docstring.
+
+    ``golden`` (case id → golden :class:`Case`) supplies each item's history and expected
+    output; by default it is read from the run's dataset files (:func:`golden_cases`).
+    """
     from langfuse import Evaluation
 
-    if isinstance(report, Report):
-        report = report.model_dump(mode="json")
-
     lf = make_client() if client is None else client
-    meta = report.get("meta") or {}
-    cases = [c for c in report.get("cases") or [] if isinstance(c, Mapping) and c.get("id")]
+    cases = list(report.cases)
     if not cases:
         raise ReportError("report has no cases to export")
     name = dataset_name(report)
-    run = run_name or str(report.get("run_id") or "rag-starter-run")
-    ds_meta = {"datasets": meta.get("datasets"), "source": "rag-starter"}
+    golden = golden_cases(report) if golden is None else golden
+    run = run_name or report.run_id
+    ds_meta = {
+        "datasets": [d.model_dump(mode="json") for d in report.meta.datasets],
+        "source": "rag-starter",
+    }
     lf.create_dataset(name=name, description="rag-starter golden cases", metadata=ds_meta)
 
-    by_item: dict[str, Mapping[str, Any]] = {}
+    by_item: dict[str, CaseResult] = {}
     items = []
     for case in cases:
-        iid = item_id(name, str(case["id"]))
+        iid = item_id(name, case.id)
         by_item[iid] = case
+        gold = golden.get(case.id)
         items.append(
             lf.create_dataset_item(
                 dataset_name=name,
                 id=iid,
-                input={"question": case.get("question"), "history": case.get("history") or []},
-                expected_output=case.get("golden_answer"),
+                input={
+                    "question": case.question,
+                    "history": [t.model_dump() for t in gold.history] if gold else [],
+                },
+                expected_output=gold.golden_answer if gold else None,
                 metadata={
-                    "case_id": case["id"],
-                    "tags": list(case.get("tags") or []),
-                    "difficulty": case.get("difficulty"),
+                    "case_id": case.id,
+                    "tags": list(case.tags),
+                    "difficulty": case.difficulty,
                 },
             )
         )
 
-    candidate = str((meta.get("candidate") or {}).get("provider", ""))
-    judge = str((meta.get("judge") or {}).get("provider", ""))
+    candidate = report.meta.candidate.provider
+    judge = report.meta.judge.provider or ""
     run_meta = {
-        "run_id": str(report.get("run_id", "")),
-        "git_sha": str(meta.get("git_sha", "")),
+        "run_id": report.run_id,
+        "git_sha": report.meta.git.sha or "",
         "candidate": candidate,
         "judge": judge,
-        "prompt_versions": _prompt_versions(report, {}),
+        "prompt_versions": _prompt_versions(report, None),
     }
     skipped = 0
 
@@ -166,26 +192,29 @@ def export_run(
         case = by_item[item.id]
         lf.update_current_span(
             metadata={
-                "case_id": case["id"],
+                "case_id": case.id,
                 "prompt_version": _prompt_versions(report, case),
                 "candidate": candidate,
                 "judge": judge,
             }
         )
-        return case.get("answer")
+        return case.answer
+
+    by_id = {case.id: case for case in cases}
 
     def report_scores(*, metadata: Any = None, **_: Any) -> list[Any]:
         nonlocal skipped
-        case_id = (metadata or {}).get("case_id")
-        case = next(c for c in cases if c["id"] == case_id)
+        case = by_id[str((metadata or {}).get("case_id"))]
         out = []
-        for metric, entry in sorted((case.get("metrics") or {}).items()):
-            value = _value(entry)
-            if value is None:
+        for metric, score in sorted(case.metrics.items()):
+            if score.value is None:
                 skipped += 1
                 continue
-            reason = entry.get("reason") if isinstance(entry, Mapping) else None
-            out.append(Evaluation(name=metric, value=value, comment=reason, data_type="NUMERIC"))
+            out.append(
+                Evaluation(
+                    name=metric, value=score.value, comment=score.reason, data_type="NUMERIC"
+                )
+            )
         return out
 
     result = lf.run_experiment(

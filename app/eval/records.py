@@ -27,6 +27,7 @@ in a JSONL file beside a summary (one :class:`CaseResult` per line) without a ne
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -152,6 +153,11 @@ class CaseResult(Record):
     @model_validator(mode="after")
     def _null_has_reason(self) -> CaseResult:
         for name, score in self.metrics.items():
+            if score.value is not None and not math.isfinite(score.value):
+                raise ValueError(
+                    f"case {self.id}: metric {name!r} is {score.value}; an undefined value "
+                    "is null with a reason"
+                )
             if score.value is None and not score.reason:
                 raise ValueError(
                     f"case {self.id}: metric {name!r} is null without a reason "

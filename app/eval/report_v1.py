@@ -84,12 +84,13 @@ def upgrade(data: Mapping[str, Any], source: str) -> Report:
     """A version 1 report as a :class:`Report`, or a :class:`ReportError` saying why not."""
     from app.eval.report import bad_cases, validation_problems
 
+    converted = _convert(data)
     try:
-        report = Report.model_validate(_convert(data))
+        report = Report.model_validate(converted)
     except ValidationError as exc:
         raise ReportError(
             f"{source}: a schema_version 1 report that cannot be converted to version "
-            f"{SCHEMA_VERSION}; {validation_problems(exc)}\nRe-run the suite (`rag eval run --suite "
+            f"{SCHEMA_VERSION}; {validation_problems(exc, converted)}\nRe-run the suite (`rag eval run --suite "
             "SUITE`) to write a version 2 report, or compare it with the rag-starter release "
             "that wrote it."
         ) from None

@@ -1,74 +1,28 @@
-"""Synthetic reports in the docs/interfaces.md §6 shape, built case by case in the tests."""
+"""Synthetic typed reports (docs/interfaces.md §6), built case by case in the tests."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from app.llm.spec import parse_model
+from app.eval.records import MetricInfo, Report
+from tests.support import reports as r
 
-JUDGE_PROMPTS = {
-    "judge/faithfulness": {"version": "judge/faithfulness_v1", "hash": "sha256:aaa111"},
-    "judge/correctness": {"version": "judge/correctness_v1", "hash": "sha256:bbb222"},
-}
-METRIC_SPECS: dict[str, dict[str, Any]] = {
-    "faithfulness": {
-        "direction": "higher",
-        "kind": "judge",
-        "unit": "score 1-5",
-        "scale": "continuous",
-        "red_line": False,
-    },
-    "correctness": {
-        "direction": "higher",
-        "kind": "judge",
-        "unit": "score 1-5",
-        "scale": "continuous",
-        "red_line": False,
-    },
-    "refusal_rate": {
-        "direction": "none",
-        "kind": "deterministic",
-        "unit": "rate",
-        "scale": "binary",
-        "red_line": False,
-    },
-    "citation_accuracy": {
-        "direction": "higher",
-        "kind": "deterministic",
-        "unit": "rate",
-        "scale": "binary",
-        "red_line": False,
-    },
-    "tokens": {
-        "direction": "lower",
-        "kind": "deterministic",
-        "unit": "tokens",
-        "scale": "continuous",
-        "red_line": False,
-        "group": "cost",
-    },
-    "rewrite_accuracy": {
-        "direction": "higher",
-        "kind": "deterministic",
-        "unit": "rate",
-        "scale": "binary",
-        "red_line": False,
-    },
-    "acl_leak": {
-        "direction": "lower",
-        "kind": "deterministic",
-        "unit": "rate",
-        "scale": "binary",
-        "red_line": True,
-    },
+JUDGE_PROMPTS = r.JUDGE_PROMPTS
+METRIC_SPECS: dict[str, MetricInfo] = {
+    "faithfulness": r.info("higher", "judge", "score 1-5", "continuous"),
+    "correctness": r.info("higher", "judge", "score 1-5", "continuous"),
+    "refusal_rate": r.info("none", "deterministic", "rate", "binary"),
+    "citation_accuracy": r.info("higher", "deterministic", "rate", "binary"),
+    "tokens": r.info("lower", "deterministic", "tokens", "continuous", group="cost"),
+    "rewrite_accuracy": r.info("higher", "deterministic", "rate", "binary"),
+    "acl_leak": r.info("lower", "deterministic", "rate", "binary", red_line=True),
 }
 
-ReportFactory = Callable[..., dict[str, Any]]
+ReportFactory = Callable[..., Report]
 
 
 def build_report(
@@ -81,60 +35,38 @@ def build_report(
     candidate: str = "anthropic:claude-sonnet-4-6",
     prompt_version: str = "system/kb_qa_v1",
     dataset_version: str = "1.0",
-    run_id: str = "run",
+    run_id: str = r.RUN_ID,
     refused: Sequence[bool] | None = None,
-) -> dict[str, Any]:
+) -> Report:
     n = len(next(iter(values.values())))
     ids = list(ids) if ids is not None else [f"kb-{i:03d}" for i in range(1, n + 1)]
     tags = list(tags) if tags is not None else [["hr"] if i % 2 else ["it"] for i in range(n)]
-    cases = []
-    for i, cid in enumerate(ids):
-        metrics = {}
-        for name, vals in values.items():
-            v = vals[i]
-            metrics[name] = {"value": v, "reason": None if v is not None else "judge error"}
-        extra = {"refused": refused[i]} if refused is not None else {}
-        cases.append(
-            {
-                **extra,
-                "id": cid,
-                "tags": list(tags[i]),
-                "difficulty": "easy",
-                "metrics": metrics,
-                "answer": "",
-                "trace": {},
-                "errors": [],
-            }
+    cases = [
+        r.case(
+            cid,
+            {name: vals[i] for name, vals in values.items()},
+            tags=tags[i],
+            refused=refused[i] if refused is not None else None,
         )
-    return {
-        "schema_version": "1",
-        "run_id": run_id,
-        "created_at": "2026-11-30T19:00:00Z",
-        "partial": False,
-        "meta": {
-            "candidate": {"provider": candidate, "offline": parse_model(candidate).offline},
-            "judge": {
-                "provider": judge,
-                "offline": parse_model(judge).offline,
-                "samples": 3,
-                "prompts": dict(judge_prompts if judge_prompts is not None else JUDGE_PROMPTS),
-            },
-            "prompts": {
-                "system/kb_qa": {"version": prompt_version, "hash": f"sha256:{prompt_version}"}
-            },
-            "datasets": [
-                {
-                    "name": "smoke",
-                    "version": dataset_version,
-                    "sha256": "d" * 64 if dataset_version == "1.0" else "e" * 64,
-                    "path": f"tests/eval/datasets/smoke_v{dataset_version}.jsonl",
-                }
-            ],
-        },
-        "metrics": {name: METRIC_SPECS[name] for name in values},
-        "cases": cases,
-        "summary": {},
-    }
+        for i, cid in enumerate(ids)
+    ]
+    return r.report(
+        cases,
+        {name: METRIC_SPECS[name] for name in values},
+        run_id=run_id,
+        judge=judge,
+        judge_prompts=judge_prompts,
+        candidate=candidate,
+        prompts={"system/kb_qa": {"version": prompt_version, "hash": f"sha256:{prompt_version}"}},
+        datasets=[
+            {
+                "name": "smoke",
+                "version": dataset_version,
+                "sha256": "d" * 64 if dataset_version == "1.0" else "e" * 64,
+                "path": f"tests/eval/datasets/smoke_v{dataset_version}.jsonl",
+            }
+        ],
+    )
 
 
 @pytest.fixture
@@ -143,10 +75,13 @@ def make_report() -> ReportFactory:
 
 
 @pytest.fixture
-def write_report(tmp_path: Path) -> Callable[[str, dict[str, Any]], Path]:
-    def write(name: str, report: dict[str, Any]) -> Path:
+def write_report(tmp_path: Path) -> Callable[[str, Report | dict[str, object]], Path]:
+    """Write a report as its file would be (a dict: an edited report, e.g. a broken one)."""
+
+    def write(name: str, report: Report | dict[str, object]) -> Path:
         path = tmp_path / name
-        path.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
+        data = report.model_dump(mode="json") if isinstance(report, Report) else report
+        path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         return path
 
     return write

@@ -81,10 +81,37 @@ def test_unreadable_report_names_the_file(tmp_path) -> None:  # type: ignore[no-
 
 def test_a_non_numeric_metric_value_is_refused_with_the_case(make_report, write_report) -> None:  # type: ignore[no-untyped-def]
     good = make_report({"faithfulness": [4.0, 3.0, 5.0]})
-    bad = make_report({"faithfulness": [4.0, 3.0, 5.0]})
+    bad = make_report({"faithfulness": [4.0, 3.0, 5.0]}).model_dump(mode="json")
     bad["cases"][1]["metrics"]["faithfulness"]["value"] = "abc"
     a = write_report("a.json", good)
     b = write_report("b.json", bad)
     res = CliRunner().invoke(compare, [str(a), str(b)])
     assert isinstance(res.exception, ReportError)
-    assert "cases[1] (kb-002) metric 'faithfulness' has value 'abc'" in str(res.exception)
+    message = str(res.exception)
+    assert message.startswith(f"{b}: not a valid schema_version 2 report")
+    assert "cases/1 (kb-002)/metrics/faithfulness/value: Input should be a valid number" in message
+    assert "(got 'abc')" in message
+
+
+def test_a_duplicate_case_id_is_refused_naming_it(make_report, write_report) -> None:  # type: ignore[no-untyped-def]
+    good = make_report({"faithfulness": [4.0, 3.0, 5.0]})
+    twice = good.model_dump(mode="json")
+    twice["cases"][2]["id"] = "kb-001"
+    a, b = write_report("a.json", good), write_report("b.json", twice)
+    res = CliRunner().invoke(compare, [str(a), str(b)])
+    assert isinstance(res.exception, ReportError)
+    assert "case id 'kb-001' appears twice" in str(res.exception)
+
+
+def test_a_v1_report_is_compared_after_conversion(write_report, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+    from pathlib import Path
+
+    v1 = Path(__file__).parents[2] / "data" / "reports" / "v1_adversarial.json"
+    old = tmp_path / "old.json"
+    shutil.copy(v1, old)
+    res = CliRunner().invoke(compare, [str(old), str(old), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["paired"] == 6 and data["offline"] is True
+    assert {r["verdict"] for r in data["rows"]} <= {"within_noise", "no_data"}

@@ -33,6 +33,11 @@ def test_nan_and_schema_violations_are_refused(eval_root: Path, tmp_path: Path) 
     with pytest.raises(ReportError, match=r"metric 'mrr' is null without a reason"):
         validate_report(null_without_reason)
 
+    nan_score = json.loads(report.model_dump_json())
+    nan_score["cases"][0]["metrics"]["mrr"]["value"] = float("nan")  # json.loads reads NaN
+    with pytest.raises(ReportError, match=r"metric 'mrr' is nan; an undefined value is null"):
+        validate_report(nan_score)
+
     unknown_field = json.loads(report.model_dump_json())
     unknown_field["totals"]["cost_usdd"] = 0.0
     with pytest.raises(ReportError, match=r"totals/cost_usdd: Extra inputs are not permitted"):
@@ -145,7 +150,7 @@ def test_a_v1_report_that_cannot_be_converted_is_refused_with_what_to_do(tmp_pat
     message = str(info.value)
     assert message.startswith(f"{path}: a schema_version 1 report that cannot be converted")
     assert "meta/datasets: Field required" in message
-    assert "cases/1/metrics/faithfulness/value" in message
+    assert "cases/1 (adv-002)/metrics/faithfulness/value" in message and "(got 'high')" in message
     assert "Re-run the suite (`rag eval run --suite SUITE`)" in message
 
 

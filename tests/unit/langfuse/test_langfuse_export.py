@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from app.errors import ConfigError
-from app.eval.langfuse_export import export_run, item_id, make_client, require_env
+from app.eval.datasets import Case, Turn, load_suite
+from app.eval.langfuse_export import export_run, golden_cases, item_id, make_client, require_env
+from app.eval.records import Report
+from app.generation.pipeline.trace import Trace
+from tests.support import reports as r
 from tests.support.langfuse_server import LangfuseRecorder as Recorder
 from tests.support.langfuse_server import LangfuseServer
 
@@ -26,39 +29,70 @@ def server() -> Iterator[tuple[str, Recorder]]:
         yield srv.url, srv.recorder
 
 
-def report() -> dict[str, Any]:
-    cases = []
-    for i, (f, leak) in enumerate([(4.33, 0), (None, 0), (5.0, 1)], start=1):
-        cases.append(
-            {
-                "id": f"kb-00{i}",
-                "question": f"问题 {i}？",
-                "golden_answer": f"答案 {i}",
-                "tags": ["hr"],
-                "difficulty": "easy",
-                "metrics": {
-                    "faithfulness": {
-                        "value": f,
-                        "reason": None if f is not None else "judge error",
-                    },
-                    "acl_leak": {"value": leak, "reason": None},
-                },
-                "answer": f"回答 {i} [1]",
-                "trace": {"prompt_version": "system/kb_qa_v2"},
-                "errors": [],
-            }
+def report(dataset_sha: str = "d" * 64) -> Report:
+    leak = r.info("lower", red_line=True)
+    faith = r.info(kind="judge", unit="score 1-5", scale="continuous")
+    cases = [
+        r.case(
+            f"kb-00{i}",
+            {"faithfulness": f, "acl_leak": float(leak_value)},
+            question=f"问题 {i}？",
+            answer=f"回答 {i} [1]",
+            red_lines=["acl_leak"] if leak_value else [],
         )
+        for i, (f, leak_value) in enumerate([(4.33, 0), (None, 0), (5.0, 1)], start=1)
+    ]
+    base = r.report(
+        cases,
+        {"faithfulness": faith, "acl_leak": leak},
+        candidate="offline:extractive",
+        judge="offline:reference-judge",
+        prompts={"system/kb_qa": {"version": "system/kb_qa_v2", "hash": "sha256:x"}},
+        datasets=[
+            {
+                "name": "smoke",
+                "version": "1.0",
+                "sha256": dataset_sha,
+                "path": "tests/eval/datasets/smoke_v1.0.jsonl",
+            }
+        ],
+    )
+    trace = {"prompt_version": "system/kb_qa_v2"}
+    return base.model_copy(
+        update={
+            "cases": [c.model_copy(update={"trace": _trace(c.question, trace)}) for c in base.cases]
+        }
+    )
+
+
+def _trace(question: str, extra: dict[str, str]) -> Trace:
+    return Trace.model_validate(
+        {
+            "trace_id": "t",
+            "created_at": "2026-11-30T19:00:00Z",
+            "model": "offline:extractive",
+            "user_acl": ["employee"],
+            "question": question,
+            "rewritten_query": question,
+            "rewrite": {"strategy": "off", "triggered": False},
+            "mode": "strict",
+            **extra,
+        }
+    )
+
+
+def golden() -> dict[str, Case]:
     return {
-        "schema_version": "1",
-        "run_id": "20261130T190000Z-ab12cd",
-        "meta": {
-            "candidate": {"provider": "offline:extractive", "offline": True},
-            "judge": {"provider": "offline:reference-judge", "offline": True, "samples": 3},
-            "prompts": {"system/kb_qa": {"version": "system/kb_qa_v2", "hash": "sha256:x"}},
-            "datasets": [{"name": "smoke", "version": "1.0", "sha256": "d" * 64}],
-        },
-        "metrics": {},
-        "cases": cases,
+        f"kb-00{i}": Case(
+            id=f"kb-00{i}",
+            question=f"问题 {i}？",
+            history=[Turn(role="user", content="之前的问题")] if i == 1 else [],
+            golden_answer=f"答案 {i}",
+            acl=["employee"],
+            tags=["hr"],
+            annotator="tester",
+        )
+        for i in (1, 2, 3)
     }
 
 
@@ -90,7 +124,7 @@ def test_export_run_sends_items_traces_and_scores(
         monkeypatch.setenv(k, v)
     client = make_client(env)
     try:
-        summary = export_run(report(), client=client)
+        summary = export_run(report(), client=client, golden=golden())
     finally:
         client.shutdown()
 
@@ -105,6 +139,8 @@ def test_export_run_sends_items_traces_and_scores(
     items = rec.bodies("POST", "/api/public/dataset-items")
     assert [i["id"] for i in items] == [item_id(name, f"kb-00{n}") for n in (1, 2, 3)]
     assert items[0]["input"]["question"] == "问题 1？" and items[0]["expectedOutput"] == "答案 1"
+    assert items[0]["input"]["history"] == [{"role": "user", "content": "之前的问题"}]
+    assert items[1]["input"]["history"] == [] and items[1]["expectedOutput"] == "答案 2"
     assert items[0]["metadata"]["case_id"] == "kb-001"
 
     scores = [s for batch in rec.bodies("POST", "/api/public/scores") for s in batch]
@@ -135,3 +171,11 @@ def test_export_run_sends_items_traces_and_scores(
     assert outputs == [f"回答 {i} [1]" for i in (1, 2, 3)]
     # every score points at one of those traces
     assert {t for _, _, t in got} == {s["trace_id"] for s in task_spans}
+
+
+def test_golden_answers_come_from_the_runs_dataset_file_only_while_it_is_unchanged() -> None:
+    suite = load_suite("smoke")
+    assert suite.path.name == "smoke_v1.0.jsonl"
+    same = golden_cases(report(dataset_sha=suite.sha256))
+    assert same == {c.id: c for c in suite.cases}  # the file the run scored, read back
+    assert golden_cases(report(dataset_sha="0" * 64)) == {}  # an edited file is not the ruler

@@ -14,11 +14,17 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parents[3] / "app"
-FACES = ["app.llm", "app.generation.registry", "app.generation.pipeline", "app.text"]
+FACES = [
+    "app.llm",
+    "app.generation.registry",
+    "app.generation.pipeline",
+    "app.text",
+    "app.eval.compare",
+]
 MAX_LINES = 600
 # Modules still over the limit, each being split by its owner (issue 10). An entry that is no
 # longer over the limit fails the test below, so this list can only shrink.
-KNOWN_LONG = {"app/eval/compare.py", "app/eval/dataset_check.py"}
+KNOWN_LONG = {"app/eval/dataset_check.py"}
 
 
 def _module_name(path: Path) -> str:

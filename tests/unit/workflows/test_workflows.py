@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import shutil
 import subprocess
 import sys
@@ -268,25 +267,44 @@ def test_prompt_delta_without_prompt_changes(repo: Path) -> None:
     assert rc == 0 and fake.calls == [] and "No prompt module changed" in body
 
 
-def test_nightly_summary_lists_bad_cases(tmp_path: Path) -> None:
-    report = {
-        "run_id": "r",
-        "meta": {"judge": {"provider": "anthropic:claude-opus-4-7"}},
-        "metrics": {
-            "faithfulness": {"direction": "higher", "kind": "judge", "scale": "continuous"},
-            "hit_at_5": {"direction": "higher", "kind": "deterministic", "scale": "binary"},
-        },
-        "cases": [
-            {"id": "a", "metrics": {"faithfulness": {"value": 2.67}, "hit_at_5": {"value": 0}}},
-            {"id": "b", "metrics": {"faithfulness": {"value": 4.0}, "hit_at_5": {"value": 1}}},
-            {"id": "c", "metrics": {"faithfulness": {"value": None, "reason": "judge error"}}},
+def test_nightly_summary_lists_the_reports_bad_cases(tmp_path: Path) -> None:
+    from tests.support import reports as r
+
+    judge = r.info(kind="judge", unit="score 1-5", scale="continuous")
+    report = r.report(
+        [
+            r.case("a", {"faithfulness": 2.67, "hit_at_5": 0.0}),
+            r.case("b", {"faithfulness": 4.0, "hit_at_5": 1.0}),
+            r.case(
+                "c", {"faithfulness": None}, errors=["faithfulness: 3/3 judge sample(s) failed"]
+            ),
         ],
-    }
+        {"faithfulness": judge, "hit_at_5": r.info()},
+    )
     path = tmp_path / "eval_x.json"
-    path.write_text(json.dumps(report), encoding="utf-8")
+    path.write_text(report.model_dump_json(), encoding="utf-8")
     mod = ci_eval()
-    assert mod.bad_cases(report) == [("a", "faithfulness", 2.67)]
+    assert mod.bad_case_rows(report) == [
+        ("a", "quality", "faithfulness = 2.67 < 3"),
+        ("c", "hard", "evaluation error: faithfulness: 3/3 judge sample(s) failed"),
+    ]
     body, rc = mod.nightly_summary(path, tmp_path / "missing.json")
     assert rc == 0
-    assert "**Bad cases** (judge score < 3): 1" in body and "| a | faithfulness | 2.67 |" in body
+    assert "**Bad cases**: 2 (hard: red line" in body and "judge score < 3" in body
+    assert "| a | quality | faithfulness = 2.67 < 3 |" in body
+    assert "| c | hard | evaluation error: faithfulness: 3/3 judge sample(s) failed |" in body
     assert "No nightly baseline yet" in body
+
+
+def test_nightly_summary_of_a_broken_report_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "eval_bad.json"
+    bad.write_text('{"schema_version": "2", "run_id": "x"}', encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "ci_eval.py"), "nightly-summary", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert f"{bad}: not a valid schema_version 2 report" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,111 @@
+"""The delta table as markdown (``rag eval compare --format md``, the PR comment)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.eval.compare.table import LABEL, Comparison, MetricDelta
+
+OFFLINE_NOTE = (
+    "> **Offline-baseline numbers.** The candidate and/or judge is an offline "
+    "heuristic (`offline:*`): these scores test the pipeline and the prompts' "
+    "plumbing, not model quality. Only a run with real models says whether a "
+    "prompt is better."
+)
+
+
+def comparison_markdown(c: Comparison) -> str:
+    lines = [f"### {c.title}", ""]
+    if c.offline:
+        lines += [OFFLINE_NOTE, ""]
+    if c.ruler_changed:
+        lines += ["> **Ruler changed** — compared anyway (`--allow-ruler-change`):"]
+        lines += [f"> - {d}" for d in c.ruler_differences]
+        lines.append("")
+    lines += ["| metric | base | new | Δ | verdict |", "|---|---|---|---|---|"]
+    for r in c.rows:
+        lines.append(
+            f"| {r.metric} | {fmt_value(r, r.base_mean, r.base_std)} | "
+            f"{fmt_value(r, r.new_mean, r.new_std)} | {fmt_delta(r)} | {fmt_verdict(r)} |"
+        )
+    lines.append("")
+    significant = [t for t in c.tag_regressions if t.significant]
+    others = len(c.tag_regressions) - len(significant)
+    if significant:
+        lines += [
+            f"**Regressions by tag** (significant at α = {c.alpha} on the tag's cases):",
+            "",
+            "| tag | metric | n | base | new | Δ | p |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for t in significant:
+            p = "—" if t.p_value is None else fmt_p(t.p_value).removeprefix("p=")
+            lines.append(
+                f"| {t.tag} | {t.metric} | {t.n} | {t.base_mean:.3g} | {t.new_mean:.3g} | "
+                f"{t.delta:+.3g} | {p} |"
+            )
+        lines.append("")
+    else:
+        lines += ["**Regressions by tag:** none significant.", ""]
+    if others:
+        lines += [
+            f"{others} other tag × metric pair(s) got worse within noise "
+            "(listed in `--format json`).",
+            "",
+        ]
+    unpaired = len(c.unpaired_base) + len(c.unpaired_new)
+    pair_note = f"Paired on {c.paired} case(s) by id"
+    if unpaired:
+        pair_note += (
+            f"; unpaired: base only {fmt_ids(c.unpaired_base)}, new only {fmt_ids(c.unpaired_new)}"
+        )
+    lines.append(f"<sub>{pair_note}. {c.methods} Base/new cells: mean ± std.</sub>")
+    for note in c.notes:
+        lines.append(f"<sub>{note}</sub>")
+    return "\n".join(lines) + "\n"
+
+
+def fmt_p(p: float) -> str:
+    """``p=0.012`` or ``p<0.001``."""
+    return f"p={p:.2g}" if p >= 0.001 else "p<0.001"
+
+
+def fmt_ids(ids: Sequence[str], limit: int = 8) -> str:
+    if not ids:
+        return "none"
+    shown = ", ".join(ids[:limit])
+    return shown + (f" … (+{len(ids) - limit})" if len(ids) > limit else "")
+
+
+def _is_rate(r: MetricDelta) -> bool:
+    return r.scale == "binary" or r.unit == "rate"
+
+
+def fmt_value(r: MetricDelta, mean: float | None, std: float | None) -> str:
+    if mean is None:
+        return "—"
+    if _is_rate(r):
+        return f"{mean * 100:.1f}%"
+    return f"{mean:.2f} ± {std or 0.0:.2f}"
+
+
+def fmt_delta(r: MetricDelta) -> str:
+    if r.delta is None:
+        return "—"
+    if _is_rate(r):
+        text = f"{r.delta * 100:+.1f} pp"
+        if r.discordant is not None:
+            text += f" ({r.discordant[0]}↑ {r.discordant[1]}↓)"
+        return text
+    text = f"{r.delta:+.2f}"
+    if r.ci95 is not None:
+        text += f" [{r.ci95[0]:+.2f}, {r.ci95[1]:+.2f}]"
+    return text
+
+
+def fmt_verdict(r: MetricDelta) -> str:
+    text = f"{r.symbol} {LABEL[r.verdict]}"
+    details = list(r.reasons)
+    if r.p_value is not None and r.verdict not in ("regression", "no_data"):
+        details.append(fmt_p(r.p_value))
+    return text + (f" ({'; '.join(details)})" if details else "")
