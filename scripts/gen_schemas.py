@@ -49,9 +49,16 @@ def report_schema() -> dict[str, Any]:
     }
 
 
+def case_schema() -> dict[str, Any]:
+    from app.eval.datasets import case_json_schema
+
+    return case_json_schema()
+
+
 def targets() -> dict[Path, dict[str, Any]]:
     return {
         ROOT / "reports" / "report.schema.json": report_schema(),
+        ROOT / "tests" / "eval" / "datasets" / "case.schema.json": case_schema(),
     }
 
 

@@ -1,9 +1,10 @@
 """Golden datasets: the :class:`Case` model and the loaders the harness calls.
 
 A dataset is a JSONL file ``tests/eval/datasets/<name>_v<major>.<minor>.jsonl`` with one
-case per line (seed 004 §7.2). The JSON Schema ``case.schema.json`` beside the files and
-the pydantic model below state the same rules; ``tests/unit/datasets`` proves that they
-agree on every shipped and every broken case.
+case per line (seed 004 §7.2). The pydantic model :class:`Case` below is the rule; the JSON
+Schema ``case.schema.json`` beside the files is generated from it (:func:`case_json_schema`,
+``make schema``) for editors and ``rag datasets check``, and ``tests/unit/datasets`` still
+shows that the two agree on every shipped and every broken case.
 
 ::
 
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from app.errors import DatasetError
 from app.paths import datasets_dir
@@ -40,6 +43,7 @@ __all__ = [
     "Suite",
     "Turn",
     "available_suites",
+    "case_json_schema",
     "iter_lines",
     "load_all_suites",
     "load_dataset_file",
@@ -73,6 +77,12 @@ def _check(pattern: str, value: str, what: str) -> str:
     return value
 
 
+def _items(pattern: str) -> dict[str, Any]:
+    """Schema metadata: every item of a list of strings matches ``pattern`` (the field's
+    validator checks the same constant)."""
+    return {"items": {"type": "string", "pattern": pattern}}
+
+
 def _not_null(value: Any) -> Any:
     if value is None:
         raise ValueError("null is not allowed — leave the field out instead")
@@ -85,7 +95,7 @@ class Turn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     role: Literal["user", "assistant"]
-    content: str
+    content: str = Field(json_schema_extra={"pattern": TEXT_PATTERN})
 
     @field_validator("content")
     @classmethod
@@ -98,22 +108,66 @@ class Case(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    id: str = Field(max_length=ID_MAX_LENGTH)
-    question: str
-    history: list[Turn] = Field(default_factory=list)
-    golden_answer: str
-    golden_rewrite: str | None = None
-    golden_chunk_ids: list[str] = Field(default_factory=list)
-    acceptable_chunk_ids: list[str] = Field(default_factory=list)
-    must_include: list[str] = Field(default_factory=list)
-    must_not_include: list[str] = Field(default_factory=list)
-    acl: list[Group] = Field(min_length=1)
-    expected_refusal: bool = False
-    tags: list[str] = Field(min_length=1)
+    id: str = Field(
+        max_length=ID_MAX_LENGTH,
+        description="Globally unique id, e.g. smoke-001 (unique across every dataset file).",
+        json_schema_extra={"pattern": ID_PATTERN},
+    )
+    question: str = Field(
+        description="The user's current question.", json_schema_extra={"pattern": TEXT_PATTERN}
+    )
+    history: list[Turn] = Field(
+        default_factory=list,
+        description="Earlier turns of a multi-turn conversation, oldest first.",
+    )
+    golden_answer: str = Field(
+        description=(
+            "The reference answer a human accepts (for a refusal: what the refusal says)."
+        ),
+        json_schema_extra={"pattern": TEXT_PATTERN},
+    )
+    golden_rewrite: str | None = Field(
+        default=None,
+        description="Multi-turn cases: the standalone question the rewrite step should produce.",
+        json_schema_extra={"pattern": TEXT_PATTERN},
+    )
+    golden_chunk_ids: list[str] = Field(
+        default_factory=list,
+        description="Chunks that must be retrieved: sample:<path>#<n>.",
+        json_schema_extra=_items(CHUNK_ID_PATTERN),
+    )
+    acceptable_chunk_ids: list[str] = Field(
+        default_factory=list,
+        description="Chunks that are also acceptable (synonymous content).",
+        json_schema_extra=_items(CHUNK_ID_PATTERN),
+    )
+    must_include: list[str] = Field(
+        default_factory=list,
+        description="Keywords the answer must contain.",
+        json_schema_extra=_items(TEXT_PATTERN),
+    )
+    must_not_include: list[str] = Field(
+        default_factory=list,
+        description="Words the answer must never contain (e.g. restricted numbers).",
+        json_schema_extra=_items(TEXT_PATTERN),
+    )
+    acl: list[Group] = Field(min_length=1, description="The simulated user's groups.")
+    expected_refusal: bool = Field(
+        default=False, description="True when the right answer is a refusal."
+    )
+    tags: list[str] = Field(
+        min_length=1,
+        description="Categories, e.g. hr, onboarding, multi-turn, injection.",
+        json_schema_extra=_items(TAG_PATTERN),
+    )
     difficulty: Difficulty | None = None
-    annotator: str
-    annotated_at: str | None = None
-    reviewed_by: str | None = None
+    annotator: str = Field(json_schema_extra={"pattern": TEXT_PATTERN})
+    annotated_at: str | None = Field(
+        default=None,
+        description="Date of annotation, YYYY-MM-DD.",
+        json_schema_extra={"pattern": DATE_PATTERN},
+    )
+    reviewed_by: str | None = Field(default=None, json_schema_extra={"pattern": TEXT_PATTERN})
     version: int | None = Field(default=None, ge=1)
 
     @field_validator(
@@ -184,6 +238,59 @@ class Case(BaseModel):
 
 
 CASE_FIELDS: tuple[str, ...] = tuple(Case.model_fields)
+
+
+class _CaseJsonSchema(GenerateJsonSchema):
+    """The case schema as a JSONL file is written: an optional field is left out, never
+    ``null`` (the model refuses a present ``null``), so nullable fields are their inner type;
+    no defaults or titles (the file states no default values); a literal is its ``enum``."""
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def literal_schema(self, schema: core_schema.LiteralSchema) -> JsonSchemaValue:
+        out = super().literal_schema(schema)
+        out.pop("type", None)
+        return out
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """Replace ``{"$ref": "#/$defs/X"}`` by X itself (the case schema has no recursion)."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+        return {k: _inline(v, defs) for k, v in node.items() if k not in ("title", "$defs")}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def case_json_schema() -> dict[str, Any]:
+    """``case.schema.json``, generated from :class:`Case` (``make schema``)."""
+    raw = Case.model_json_schema(schema_generator=_CaseJsonSchema)
+    body = _inline(raw, raw.get("$defs", {}))
+    body.pop("description", None)
+    required = [n for n, f in Case.model_fields.items() if f.is_required()]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://rag-starter.local/schemas/case.schema.json",
+        "title": "Golden evaluation case (one JSONL line)",
+        "description": (
+            "One case of a golden dataset (seed 004 §7.2). Required: "
+            + ", ".join(required)
+            + ". No other fields than those listed here. Optional fields are omitted rather "
+            "than set to null. Generated from app.eval.datasets.Case by `make schema` "
+            "(scripts/gen_schemas.py) — do not edit."
+        ),
+        **body,
+    }
 
 
 @dataclass(frozen=True)
