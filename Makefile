@@ -51,7 +51,7 @@ typecheck: $(STAMP) ## mypy --strict on app/
 schema: $(STAMP) ## regenerate the JSON Schemas from the pydantic models (report, case)
 	$(BIN)/python scripts/gen_schemas.py
 
-bench: $(STAMP) ## benchmarks (registry discovery, engine throughput), printing ratios
+bench: $(STAMP) ## benchmarks (registry discovery, engine throughput, chaos nightly), printing ratios
 	$(BIN)/python scripts/bench.py
 
 clean: ## remove caches (keeps .venv)

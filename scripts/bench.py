@@ -1,4 +1,8 @@
-"""`make bench`: run every benchmark under scripts/bench_*.py and print their ratios."""
+"""`make bench`: run every benchmark under scripts/bench_*.py and print their ratios.
+
+Arguments are passed on to every benchmark: ``python scripts/bench.py --strict`` exits 1
+when any of them misses a target.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ def main() -> int:
     worst = 0
     for bench in benches:
         print(f"== {bench.stem} ==", flush=True)
-        rc = subprocess.call([sys.executable, str(bench)])
+        rc = subprocess.call([sys.executable, str(bench), *sys.argv[1:]])
         worst = max(worst, rc)
     return worst
 

@@ -94,6 +94,21 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
         f" · refusals: ok {rc.true_refusal}, missed {rc.missed_refusal}, "
         f"false {rc.false_refusal} · bad cases {len(report.bad_cases)}"
     )
+    engine = totals.engine
+    if engine is not None and (engine.retries or engine.throttled):
+        budget = engine.retry_budget
+        line = (
+            f"provider: {engine.calls} requests · {engine.retries} retries"
+            f" (budget {budget.get('used', 0)}/{budget.get('allowed', '?')})"
+            f" · {engine.throttled} throttled · {engine.errors} failed calls"
+        )
+        for endpoint, adapted in engine.concurrency.items():
+            if adapted.get("decreases"):
+                line += (
+                    f" · {endpoint}: concurrency {adapted['ceiling']} → min {adapted['min']}"
+                    f" → {adapted['final']} ({adapted['decreases']} storm(s))"
+                )
+        console.print(line)
     for warning in meta.judge.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     if report.partial:
@@ -149,7 +164,15 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     default=4,
     show_default=True,
     type=click.IntRange(1, 20),
-    help="Attempts per request (retries on 429/5xx/timeouts only).",
+    help="Failed attempts per request (retries on 5xx/timeouts/garbled replies; 429s are "
+    "waited out apart, up to 2x this).",
+)
+@click.option(
+    "--retry-budget",
+    default=None,
+    type=click.IntRange(0),
+    help="Cap on the run's retries in total (default: 100 + 0.5 per request, growing with "
+    "the run).",
 )
 @click.option(
     "--resume", "resume", default=None, metavar="RUN_ID", help="Finish an interrupted run."
@@ -239,6 +262,7 @@ def run_cmd(
     tpm: float | None,
     timeout_s: float,
     max_attempts: int,
+    retry_budget: int | None,
     resume: str | None,
     out_dir: Path | None,
     max_cost: float | None,
@@ -290,6 +314,7 @@ def run_cmd(
         tpm=tpm,
         timeout_s=timeout_s,
         max_attempts=max_attempts,
+        retry_budget=retry_budget,
         cache=not no_cache,
         refresh_cache=refresh_cache,
         batch=batch,

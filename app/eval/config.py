@@ -31,7 +31,8 @@ class RunConfig(BaseModel):
     rpm: float | None = None  # requests per minute per endpoint (None: unlimited)
     tpm: float | None = None  # tokens per minute per endpoint (None: unlimited)
     timeout_s: float = 60.0  # per request attempt
-    max_attempts: int = Field(default=4, ge=1)  # per request, retries included
+    max_attempts: int = Field(default=4, ge=1)  # failed attempts per request (429s apart)
+    retry_budget: int | None = Field(default=None, ge=0)  # cap on the run's retries
     cache: bool = True
     refresh_cache: bool = False
     batch: bool = False  # provider batch APIs for cache-missing calls (app.llm.batch)

@@ -283,6 +283,8 @@ async def run(
                     tpm=config.tpm,
                     timeout_s=config.timeout_s,
                     max_attempts=config.max_attempts,
+                    max_throttled=2 * config.max_attempts,
+                    retry_budget=config.retry_budget,
                 ),
                 batcher=batcher,
             )

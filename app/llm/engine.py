@@ -7,8 +7,10 @@
 
 Per call, in this order: parse the provider string → cache lookup (key includes the
 sample index, so ``n`` samples are ``n`` entries) → join an identical call already in
-flight → up to ``max_attempts`` attempts, each holding a global + per-endpoint slot and a
-``timeout_s`` deadline, with back-off between retries (slots released while waiting) →
+flight → up to ``max_attempts`` failed attempts (a 429 is flow control, not a failure: up
+to ``max_throttled`` of them are waited out), each holding a global + adaptive per-endpoint
+slot and a ``timeout_s`` deadline, with back-off between retries (slots released while
+waiting; the run's :class:`~app.llm.retry.RetryBudget` grows with its requests) →
 cost from ``prices.toml`` → store in the cache (successes only) → stats.
 
 A call that fails after its retries raises :class:`~app.errors.ProviderError` (counted in
@@ -29,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from app.errors import ProviderError
+from app.errors import MalformedReply, ProviderError
 from app.llm.cache import ResponseCache, cache_key
 from app.llm.limits import Limiter
 from app.llm.pricing import cost_usd
@@ -46,6 +48,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Engine", "EngineConfig", "EngineStats"]
 
+THROTTLE_STATUS = frozenset({429, 529})  # 529: Anthropic "overloaded"
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -57,11 +61,15 @@ class EngineConfig:
     cache: bool = True
     refresh_cache: bool = False
     timeout_s: float = 60.0
-    max_attempts: int = 4
-    retry_budget: int | None = 100  # retries allowed in the whole run; None = unbounded
+    max_attempts: int = 4  # failed attempts per call; a 429 is not one (see max_throttled)
+    max_throttled: int = 8  # 429/529 replies one call waits out before it gives up
+    retry_budget: int | None = None  # cap on the run's retries (--retry-budget); None: no cap
+    retry_budget_ratio: float = 0.5  # retries the run earns per request (RetryBudget)
+    retry_budget_floor: int = 100  # retries allowed before any request earned some
     base_delay_s: float = 0.5
     max_delay_s: float = 20.0
     max_retry_after_s: float = 120.0
+    adaptive_concurrency: bool = True  # halve an endpoint's slots in a 429 storm (limits.py)
     rpm: float | None = None  # requests per minute, per endpoint
     tpm: float | None = None  # tokens per minute, per endpoint
     cache_path: Path | None = None  # default: app.paths.cache_dir() / "llm/responses.sqlite3"
@@ -70,6 +78,7 @@ class EngineConfig:
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(
             max_attempts=max(1, self.max_attempts),
+            max_throttled=max(0, self.max_throttled),
             base_delay_s=self.base_delay_s,
             max_delay_s=self.max_delay_s,
             max_retry_after_s=self.max_retry_after_s,
@@ -88,6 +97,8 @@ class EngineStats:
     retries: int = 0
     errors: int = 0  # generate() calls that raised after their retries
     timeouts: int = 0
+    throttled: int = 0  # 429/529 replies (waited out, not counted as failed attempts)
+    malformed_replies: int = 0  # 200 replies that were not a usable completion
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -95,6 +106,8 @@ class EngineStats:
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     by_provider: dict[str, int] = field(default_factory=dict)
+    retry_budget: dict[str, Any] = field(default_factory=dict)  # RetryBudget.as_dict()
+    concurrency: dict[str, Any] = field(default_factory=dict)  # Limiter.adaptation()
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,7 +124,11 @@ class Engine:
         self.batcher = batcher  # provider batch APIs for cache-missing calls (``--batch``)
         self.stats = EngineStats()
         self._policy = self.config.retry_policy()
-        self._budget = RetryBudget(self.config.retry_budget)
+        self._budget = RetryBudget(
+            self.config.retry_budget,
+            ratio=self.config.retry_budget_ratio,
+            floor=self.config.retry_budget_floor,
+        )
         self._rng = random.Random(self.config.seed)
         self._limiter: Limiter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -229,15 +246,27 @@ class Engine:
                 self.config.per_provider_concurrency,
                 self.config.rpm,
                 self.config.tpm,
+                adaptive=self.config.adaptive_concurrency,
             )
         return self._limiter
 
     async def _call(
         self, spec: ProviderSpec, impl: Provider, request: ChatRequest, sample_index: int
     ) -> Completion:
+        try:
+            return await self._attempts(spec, impl, request, sample_index)
+        finally:
+            self.stats.retry_budget = self._budget.as_dict()
+            if self._limiter is not None:
+                self.stats.concurrency = self._limiter.adaptation()
+
+    async def _attempts(
+        self, spec: ProviderSpec, impl: Provider, request: ChatRequest, sample_index: int
+    ) -> Completion:
         limiter = self._get_limiter()
         est_tokens = _estimate_tokens(request)
-        attempt = 0
+        attempt = failures = throttled = 0
+        self._budget.request()
         while True:
             attempt += 1
             self.stats.calls += 1
@@ -263,7 +292,22 @@ class Engine:
             except ProviderError as exc:
                 if not exc.provider:
                     exc.provider = str(spec)
-                if not exc.retryable or attempt >= self._policy.max_attempts:
+                is_throttle = exc.status in THROTTLE_STATUS
+                if is_throttle:
+                    throttled += 1
+                    self.stats.throttled += 1
+                    limiter.throttled(spec.endpoint, exc.retry_after)
+                else:
+                    failures += 1
+                    limiter.replied(spec.endpoint, ok=False)
+                    if isinstance(exc, MalformedReply):
+                        self.stats.malformed_replies += 1
+                out_of_attempts = (
+                    throttled > self._policy.max_throttled
+                    if is_throttle
+                    else failures >= self._policy.max_attempts
+                )
+                if not exc.retryable or out_of_attempts:
                     self.stats.errors += 1
                     log.warning(
                         "provider call failed: %s (attempt %d, status %s, request id %s)",
@@ -276,8 +320,9 @@ class Engine:
                 if not self._budget.take():
                     self.stats.errors += 1
                     raise ProviderError(
-                        f"{spec}: retry budget of {self._budget.total} retries for this run "
-                        f"is exhausted; last error: {exc}",
+                        f"{spec}: retry budget of {self._budget.allowed} retries for this run "
+                        f"is exhausted ({self._budget.requests} requests so far; "
+                        f"--retry-budget caps it); last error: {exc}",
                         provider=str(spec),
                         request_id=exc.request_id,
                         status=exc.status,
@@ -286,16 +331,21 @@ class Engine:
                 delay = self._policy.delay(attempt, exc.retry_after, self._rng)
                 self.stats.retries += 1
                 log.info(
-                    "retrying %s in %.2fs (attempt %d/%d, status %s, retry-after %s)",
+                    "retrying %s in %.2fs (attempt %d, %d/%d failed, %d/%d throttled, "
+                    "status %s, retry-after %s)",
                     spec,
                     delay,
                     attempt + 1,
+                    failures,
                     self._policy.max_attempts,
+                    throttled,
+                    self._policy.max_throttled,
                     exc.status,
                     exc.retry_after,
                 )
                 await asyncio.sleep(delay)
                 continue
+            limiter.replied(spec.endpoint, ok=True)
             return self._account(spec, completion, latency, sample_index)
 
     async def _batched(

@@ -5,8 +5,10 @@ connection errors and unusable 200 replies (:class:`~app.errors.MalformedReply`)
 400/401/403/404 fail at once. The delay
 before retry ``k`` (k = 1, 2, …) is ``uniform(0, min(max_delay_s, base_delay_s·2^(k-1)))``
 ("full jitter"), raised to the server's ``Retry-After`` when it sends one (capped at
-``max_retry_after_s``). Besides ``max_attempts`` per call, a :class:`RetryBudget` bounds
-the retries of a whole run, so a dead endpoint costs seconds, not hours.
+``max_retry_after_s``). A ``429`` is the server's flow control, not a failed attempt: it does
+not use up ``max_attempts`` (each call may wait out up to ``max_throttled`` of them).
+Besides the per-call limits, a :class:`RetryBudget` that grows with the run bounds the
+retries of the whole run, so a dead endpoint costs seconds, not hours.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_attempts: int = 4  # first try + 3 retries
+    max_attempts: int = 4  # failed attempts per call (first try + 3 retries); 429s excluded
+    max_throttled: int = 8  # 429 replies a call waits out before it gives up
     base_delay_s: float = 0.5
     max_delay_s: float = 20.0
     max_retry_after_s: float = 120.0
@@ -32,18 +35,54 @@ class RetryPolicy:
 
 
 class RetryBudget:
-    """A run-wide allowance of retries; ``None`` means unbounded."""
+    """The retries a whole run may make: a share of its requests, optionally capped.
 
-    def __init__(self, total: int | None) -> None:
-        self.total = total
+    Allowed retries = ``floor + ratio × first attempts so far``, at most ``cap`` (``None``: no
+    cap) — Finagle's ``RetryBudget`` idea: the allowance grows with the run, so a
+    1,000-case nightly gets as many retries per request as a 10-case smoke run (the old
+    fixed 100 were gone after 623 of 5,000 requests), while a dead endpoint still costs at
+    most ``ratio`` extra requests per request instead of ``max_attempts − 1``.
+    """
+
+    def __init__(self, cap: int | None = None, *, ratio: float = 0.5, floor: int = 100) -> None:
+        self.cap = cap
+        self.ratio = ratio
+        self.floor = floor
+        self.requests = 0  # first attempts
         self.used = 0
+        self.refused = 0
+
+    @property
+    def allowed(self) -> int:
+        grown = self.floor + int(self.ratio * self.requests)
+        return grown if self.cap is None else min(self.cap, grown)
+
+    @property
+    def total(self) -> int:  # the allowance so far (kept for messages)
+        return self.allowed
+
+    def request(self) -> None:
+        """Count one first attempt (each one earns ``ratio`` retries)."""
+        self.requests += 1
 
     def take(self) -> bool:
-        if self.total is not None and self.used >= self.total:
+        if self.used >= self.allowed:
+            self.refused += 1
             return False
         self.used += 1
         return True
 
     @property
     def exhausted(self) -> bool:
-        return self.total is not None and self.used >= self.total
+        return self.used >= self.allowed
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {
+            "cap": self.cap,
+            "ratio": self.ratio,
+            "floor": self.floor,
+            "requests": self.requests,
+            "allowed": self.allowed,
+            "used": self.used,
+            "refused": self.refused,
+        }

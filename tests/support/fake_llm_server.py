@@ -10,7 +10,8 @@ request) or come from ``responder(body) -> str`` (default: ``"echo: <last user t
 Faults: 429 with ``Retry-After``, any status, a hang past the client's timeout, a
 malformed JSON body, a dropped connection, and the 200 replies that are not a usable
 completion (:func:`bad_body`: an HTML page, an empty body, a cut body, no choices, a
-``null`` message, a wrong content type, …). A ``chooser(n, body) -> Action | None`` picks an
+``null`` message, a wrong content type, …), and overload (``capacity=N``: a request beyond
+N in flight gets a 429, which is what adaptive concurrency must cope with). A ``chooser(n, body) -> Action | None`` picks an
 action per request when the script is empty (the seeded fault mix of
 :mod:`tests.support.chaos_server` is one). Every response carries a request id
 (``x-request-id`` and ``request-id``: ``req_<n>``). ``latency_s`` delays every answer.
@@ -177,10 +178,16 @@ class FakeLLMServer:
         responder: Callable[[Any], str] = default_responder,
         port: int = 0,
         chooser: Callable[[int, Any], Action | None] | None = None,
+        capacity: int | None = None,
+        capacity_retry_after: float = 0.2,
     ) -> None:
         self.latency_s = latency_s
         self.responder = responder
         self.chooser = chooser
+        #: an overloaded server: a request beyond ``capacity`` in flight gets a 429
+        self.capacity = capacity
+        self.capacity_retry_after = capacity_retry_after
+        self.overload_429s = 0
         self._port = port
         self._script: collections.deque[Action] = collections.deque()
         self._lock = threading.Lock()
@@ -266,6 +273,13 @@ class FakeLLMServer:
             self.received.append(received)
             return self.requests
 
+    def _over_capacity(self) -> bool:
+        with self._lock:
+            if self.capacity is None or self.in_flight <= self.capacity:
+                return False
+            self.overload_429s += 1
+            return True
+
     def _leave(self) -> None:
         with self._lock:
             self.in_flight -= 1
@@ -345,10 +359,15 @@ class FakeLLMServer:
                 rid = f"req_{n}"
                 ids = {"x-request-id": rid, "request-id": rid}
                 action = server._next_action()
+                overloaded = action is None and server._over_capacity()
+                if overloaded:  # answered at once, as an overloaded API does
+                    action = rate_limited(server.capacity_retry_after)
                 if action is None and server.chooser is not None:
                     action = server.chooser(n, body)
                 action = action or Action("reply")
-                if server.latency_s:
+                # a 429 is answered at once, as a rate limiter does; everything else waits
+                fast = action.kind == "status" and action.status == 429
+                if server.latency_s and not fast:
                     server._stop.wait(server.latency_s)
                 if action.kind == "hang":
                     server._stop.wait(action.seconds)
