@@ -3,9 +3,11 @@
 Public names (imported lazily, so ``import app.llm.types`` stays cheap)::
 
     from app.llm import Engine, EngineConfig, EngineStats, ProviderSpec, parse_provider
+    from app.llm import ModelRef, parse_model    # the one model-string parser
 
 Provider strings: ``anthropic:<model>``, ``openai:<model>[@<base_url>]``,
-``offline:extractive``, ``offline:reference-judge`` (see :mod:`app.llm.spec`).
+``offline:extractive``, ``offline:reference-judge``, a family added with
+``app.llm.providers.register_provider`` (see :mod:`app.llm.spec`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,23 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["Engine", "EngineConfig", "EngineStats", "ProviderSpec", "parse_provider"]
+__all__ = [
+    "Engine",
+    "EngineConfig",
+    "EngineStats",
+    "ModelRef",
+    "ProviderSpec",
+    "parse_model",
+    "parse_provider",
+]
 
 _EXPORTS = {
     "Engine": "app.llm.engine",
     "EngineConfig": "app.llm.engine",
     "EngineStats": "app.llm.engine",
+    "ModelRef": "app.llm.spec",
     "ProviderSpec": "app.llm.spec",
+    "parse_model": "app.llm.spec",
     "parse_provider": "app.llm.spec",
 }
 
