@@ -65,7 +65,7 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from app.eval.render import summary_rows
+    from app.eval.render import not_measured, summary_rows
 
     console = Console()
     if not console.is_terminal:
@@ -111,6 +111,11 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
         console.print(line)
     for warning in meta.judge.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
+    if unmeasured := not_measured(report):
+        console.print(
+            f"[red]NOT MEASURED:[/red] {', '.join(unmeasured)} — left out by --metrics; "
+            "their gates cannot pass"
+        )
     if report.partial:
         console.print(f"[yellow]PARTIAL:[/yellow] {report.partial_reason}")
     console.print(f"status: {report.status.upper()}")
@@ -142,6 +147,15 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     help="Judge provider string ('none' for no judge).",
 )
 @click.option("--judge-samples", default=3, show_default=True, type=click.IntRange(1, 20))
+@click.option(
+    "--metrics",
+    "metrics",
+    default="all",
+    show_default=True,
+    help="Metrics to compute, comma-separated: metric names (e.g. correctness,faithfulness), "
+    "'deterministic' (no judge call), 'judge' or 'all'. A threshold on a metric left out is "
+    "NOT MEASURED and fails the run.",
+)
 @click.option(
     "--concurrency",
     default=8,
@@ -257,6 +271,7 @@ def run_cmd(
     model: str,
     judge: str,
     judge_samples: int,
+    metrics: str,
     concurrency: int,
     rpm: float | None,
     tpm: float | None,
@@ -309,6 +324,7 @@ def run_cmd(
         judge=None if judge.lower() == "none" else judge,
         judge_samples=judge_samples,
         prompts=tuple(prompts),
+        metrics=tuple(m.strip() for m in metrics.split(",") if m.strip() and m.strip() != "all"),
         concurrency=concurrency,
         rpm=rpm,
         tpm=tpm,
@@ -405,7 +421,7 @@ def gate_exit_code(report: Report) -> int:
     failed = [
         name
         for name, verdict in report.verdicts.items()
-        if name in red and verdict.verdict == "fail"
+        if name in red and verdict.verdict in ("fail", "not_measured")
     ]
     status = f"red lines failed: {', '.join(failed)}" if failed else "red lines: pass"
     click.echo(f"gate red-lines — {status} (quality thresholds reported, not gating)", err=True)

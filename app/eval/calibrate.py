@@ -33,14 +33,18 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.errors import ConfigError, DatasetError
+
+if TYPE_CHECKING:
+    from app.eval.judge_table import JudgeInput
+    from app.llm.types import EngineLike
 
 PASS_ABOVE = 0.85
 WARN_FROM = 0.75
@@ -58,12 +62,33 @@ class LabelRow(BaseModel):
     context: str = ""
     candidate: str
     golden_answer: str
-    metric: Literal["faithfulness", "correctness", "relevance"]
+    metric: str  # a judge metric of the judge table (app.eval.judge_table)
     human_score: int = Field(ge=1, le=5)
     annotator: str = Field(min_length=1)
     source: str | None = None
     note: str | None = None
     expected_refusal: bool = False
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, value: str) -> str:
+        from app.eval.judge_table import judge_table
+
+        known = judge_table()
+        if value not in known:
+            raise ValueError(f"unknown judge metric {value!r}; known: {', '.join(known)}")
+        return value
+
+    def judge_input(self) -> JudgeInput:
+        from app.eval.judge_table import JudgeInput
+
+        return JudgeInput(
+            question=self.question,
+            candidate=self.candidate,
+            context=self.context,
+            golden_answer=self.golden_answer,
+            expected_refusal=self.expected_refusal,
+        )
 
 
 @dataclass(frozen=True)
@@ -231,23 +256,30 @@ def verdict_for(exact: float) -> CalibrationVerdict:
 
 
 async def score_rows(
-    rows: Sequence[LabelRow], judge: str, *, samples: int = 3, engine: Any = None
+    rows: Sequence[LabelRow], judge: str, *, samples: int = 3, engine: EngineLike | None = None
 ) -> list[ScoredRow]:
     """Score every labelled row with the judge (the same code path as an eval run)."""
-    from app.eval.judges import JudgeConfig, run_judge
-    from app.generation.registry import render
+    from app.eval.judge_table import judge_table
+    from app.eval.judges import JudgeConfig, score_judge
+    from app.generation.registry import RenderedPrompt, render
     from app.llm.engine import Engine
 
+    def renderer(prompt_id: str, model: str, variables: Mapping[str, str]) -> RenderedPrompt:
+        return render(prompt_id, model=model, variables=dict(variables))
+
     config = JudgeConfig(model=judge, samples=samples)
-    own = engine is None
-    eng = Engine() if engine is None else engine
+    table = judge_table()
+    own: Engine | None = None
+    eng: EngineLike
+    if engine is None:
+        eng = own = Engine()
+    else:
+        eng = engine
     try:
 
         async def one(row: LabelRow) -> ScoredRow:
-            variables = _judge_variables(row)
-            prompt = render(f"judge/{row.metric}", model=judge, variables=variables)
-            metadata = {"expected_refusal": "true" if row.expected_refusal else "false"}
-            score = await run_judge(eng, config, row.metric, prompt, metadata=metadata)
+            entry = table[row.metric]
+            score = await score_judge(eng, config, entry, row.judge_input(), renderer)
             if score.value is None:
                 return ScoredRow(row.id, row.metric, row.human_score, None, None, score.reason)
             value = float(score.value)
@@ -255,22 +287,8 @@ async def score_rows(
 
         return list(await asyncio.gather(*(one(r) for r in rows)))
     finally:
-        if own:
-            await eng.aclose()
-
-
-def _judge_variables(row: LabelRow) -> dict[str, str]:
-    from app.eval.judges import judge_variables
-
-    return dict(
-        judge_variables(
-            row.metric,
-            question=row.question,
-            candidate=row.candidate,
-            context=row.context,
-            golden_answer=row.golden_answer,
-        )
-    )
+        if own is not None:
+            await own.aclose()
 
 
 def summarise(

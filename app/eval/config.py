@@ -27,6 +27,7 @@ class RunConfig(BaseModel):
     judge: str | None = DEFAULT_JUDGE
     judge_samples: int = Field(default=3, ge=1)
     prompts: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()  # --metrics names/kinds (app.eval.metrics.registry); () = all
     concurrency: int = Field(default=8, ge=1)
     rpm: float | None = None  # requests per minute per endpoint (None: unlimited)
     tpm: float | None = None  # tokens per minute per endpoint (None: unlimited)

@@ -1,8 +1,8 @@
 """LLM-as-judge: registry prompts, temperature 0, ``n`` samples, typed and parsed results.
 
-* Prompts come from the registry: ``judge/faithfulness`` (context, question, candidate),
-  ``judge/correctness`` (question, golden_answer, candidate), ``judge/relevance``
-  (question, candidate). Each call sets ``metadata["judge_metric"]``.
+* The judge metrics, their registry prompts and variables are the rows of the judge table
+  (:mod:`app.eval.judge_table`; built-in rows in :mod:`app.eval.metrics.judged`). Each call
+  sets ``metadata["judge_metric"]``.
 * ``n`` samples per case and metric use distinct ``sample_index`` values, so the response
   cache keeps them apart; the score is their mean, the spread (max − min) is kept.
 * A response must be JSON with a numeric ``score`` in 1–5 (``reasoning`` optional). One
@@ -22,20 +22,18 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from app.errors import ConfigError, JudgeParseError, ProviderError
+from app.eval.judge_table import JudgeInput, JudgeMetric
 from app.eval.metrics.base import Score
 from app.llm.spec import parse_provider
-from app.llm.types import ChatRequest, Completion, Message
+from app.llm.types import ChatRequest, EngineLike, Message
 
-JUDGE_PROMPTS: dict[str, str] = {
-    "faithfulness": "judge/faithfulness",
-    "correctness": "judge/correctness",
-    "relevance": "judge/relevance",
-}
+if TYPE_CHECKING:
+    from app.generation.registry import RenderedPrompt
 
 # Capability tiers (higher is stronger), first match wins; patterns are fnmatch on the
 # model id without provider prefix. A judge must be a *different* model of the same or a
@@ -70,10 +68,12 @@ REPAIR_INSTRUCTION = (
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
 
-class Generator(Protocol):
-    async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
-    ) -> Completion: ...
+class Renderer(Protocol):
+    """Renders a registry prompt for a model (``PipelineFactory.render``, ``registry.render``)."""
+
+    def __call__(
+        self, prompt_id: str, model: str, variables: Mapping[str, str]
+    ) -> RenderedPrompt: ...
 
 
 class JudgeSample(BaseModel):
@@ -172,7 +172,7 @@ def _repair_request(request: ChatRequest, bad: str) -> ChatRequest:
 
 
 async def judge_sample(
-    engine: Generator, model: str, request: ChatRequest, index: int
+    engine: EngineLike, model: str, request: ChatRequest, index: int
 ) -> JudgeSample:
     """One judge sample with one repair attempt; errors become a recorded sample."""
     cost = 0.0
@@ -233,14 +233,14 @@ def aggregate(samples: Sequence[JudgeSample], version: str) -> Score:
 
 
 async def run_judge(
-    engine: Generator,
+    engine: EngineLike,
     config: JudgeConfig,
     metric: str,
-    prompt: Any,  # a RenderedPrompt from the registry
+    prompt: RenderedPrompt,
     metadata: Mapping[str, str] | None = None,
 ) -> Score:
     """All samples of one judge metric for one case."""
-    request: ChatRequest = prompt.to_request(
+    request = prompt.to_request(
         temperature=0.0,
         max_tokens=config.max_tokens,
         purpose="judge",
@@ -249,16 +249,16 @@ async def run_judge(
     samples = await asyncio.gather(
         *(judge_sample(engine, config.model, request, i) for i in range(config.samples))
     )
-    return aggregate(samples, str(prompt.qualified_version))
+    return aggregate(samples, prompt.qualified_version)
 
 
-def judge_variables(
-    metric: str, *, question: str, candidate: str, context: str, golden_answer: str
-) -> Mapping[str, str]:
-    if metric == "faithfulness":
-        return {"context": context, "question": question, "candidate": candidate}
-    if metric == "correctness":
-        return {"question": question, "golden_answer": golden_answer, "candidate": candidate}
-    if metric == "relevance":
-        return {"question": question, "candidate": candidate}
-    raise ValueError(f"unknown judge metric {metric!r}; known: {sorted(JUDGE_PROMPTS)}")
+async def score_judge(
+    engine: EngineLike,
+    config: JudgeConfig,
+    entry: JudgeMetric,
+    inp: JudgeInput,
+    render: Renderer,
+) -> Score:
+    """One judge metric of the table for one answer: render its prompt, run its samples."""
+    prompt = render(entry.prompt, config.model, entry.variables(inp))
+    return await run_judge(engine, config, entry.name, prompt, inp.metadata())

@@ -1,71 +1,105 @@
 """The seam between the harness and the generation pipeline.
 
 :class:`PipelineFactory` builds the real :class:`app.generation.pipeline.generator.Pipeline` for a
-run configuration (candidate model, ``--prompt`` overrides) and renders judge prompts;
+run configuration (candidate model, ``--prompt`` overrides routed by the prompt's
+contract), checks before the first provider call that every prompt the run may render
+serves its model (:meth:`PipelineFactory.preflight`) and renders judge prompts;
 :func:`observe_case` runs one case through it and turns the answer + trace into an
-:class:`~app.eval.metrics.base.Observation` (plus the assembled context the judges read).
+:class:`~app.eval.metrics.base.Observation` (with the context the pipeline assembled,
+which the judges read).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from app.errors import ConfigError, RuntimeFailure
+from app.errors import ConfigError, PromptError, RuntimeFailure
 from app.eval.config import RunConfig
 from app.eval.datasets import Case
+from app.eval.judge_table import JudgeMetric, judge_table
 from app.eval.metrics.base import Observation, normalise
+from app.eval.metrics.registry import select_metrics
 from app.generation.pipeline.citations import extract_citations
+from app.generation.pipeline.config import CONTRACT_SLOTS, PipelineConfig
 from app.generation.pipeline.trace import Answer
-from app.generation.registry import load_registry
-from app.llm.types import Message
+from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
+from app.generation.registry.contracts import contract_for
+from app.llm.types import EngineLike, Message
 from app.paths import kb_dir
 from app.retrieval.kb import KnowledgeBase, load_kb
 
 if TYPE_CHECKING:
     from app.eval.records import CaseResult
+    from app.generation.pipeline.generator import Pipeline
+    from app.generation.pipeline.trace import Trace
 
-QA_PROMPT = "system/kb_qa"
-# --prompt <category>/<slug>_vN → the PipelineConfig field it overrides
-PROMPT_FIELDS: dict[str, str] = {
-    "system": "qa_prompt",
-    "rewrite": "rewrite_prompt",
-    "summary": "summary_prompt",
-}
+PromptRef = dict[str, str | None]
 
 
 class PipelineFactory:
     """One per run: the KB, the registry and the pipeline the cases go through."""
 
-    def __init__(self, config: RunConfig, engine: Any) -> None:
+    def __init__(self, config: RunConfig, engine: EngineLike | None) -> None:
         self.config = config
         self.engine = engine
-        self.registry = load_registry()
+        self.registry: PromptRegistry = load_registry()
         self.kb: KnowledgeBase = load_kb(kb_dir())
         self.overrides = self._overrides(config.prompts)
-        self._pipeline: Any = None
+        self._pipeline: Pipeline | None = None
 
     def _overrides(self, prompts: Sequence[str]) -> dict[str, str]:
+        """``--prompt`` versions → the :class:`PipelineConfig` fields they set, by contract."""
         out: dict[str, str] = {}
+        by: dict[str, str] = {}  # field -> the --prompt that set it
         for name in prompts:
             spec = self.registry.get(name)  # PromptError names the unknown prompt
-            field = PROMPT_FIELDS.get(spec.category)
-            if field is None:
+            contract = contract_for(spec.category, spec.slug)
+            slot = CONTRACT_SLOTS.get(contract.name) if contract else None
+            if contract is None or slot is None:
+                what = f"the {contract.name} contract" if contract else "no contract"
+                slots = ", ".join(f"{c} → {f}" for c, (f, _) in CONTRACT_SLOTS.items())
                 raise ConfigError(
-                    f"--prompt {name}: the pipeline has no {spec.category}/ prompt to replace; "
-                    f"use one of the categories {sorted(PROMPT_FIELDS)}"
+                    f"--prompt {name}: {spec.qualified} has {what}, and the pipeline has no "
+                    f"slot for it; a --prompt must have one of the contracts {slots}"
                 )
-            out[field] = spec.qualified
+            field, implied = slot
+            for key, value in {field: spec.qualified, **implied}.items():
+                if key in out and out[key] != value:
+                    raise ConfigError(
+                        f"--prompt {name} conflicts with --prompt {by[key]}: both set the "
+                        f"pipeline's {key} ({out[key]} vs {value}); give one of them"
+                    )
+                out[key], by[key] = value, name
         return out
 
-    def preflight(self) -> None:
-        """Fail before the first case (exit 2) when a prompt cannot serve the chosen models."""
-        spec = self.registry.get(self.qa_prompt)
-        self.render(self.qa_prompt, self.config.model, {v: "x" for v in spec.variables})
+    def preflight(self, cases: Sequence[Case] | None = None) -> None:
+        """Render every prompt the run may render — the pipeline's planned prompts for the
+        candidate (for the languages of the ``cases`` that carry history; all languages when
+        ``cases`` is None) and every judge prompt for the judge — before the first provider
+        call; one that does not serve its model is a :class:`ConfigError` (exit 2) naming
+        the prompt, the model and the allowed set (all such problems at once)."""
+        from app.generation.pipeline.generator import language_of
+
+        if cases is None:
+            planned = self.pipeline().planned_prompts()
+        else:
+            langs = {language_of(c.question) for c in cases if c.history}
+            planned = self.pipeline().planned_prompts(history_possible=bool(langs), languages=langs)
         if self.config.judge:
-            for prompt_id in ("judge/correctness", "judge/faithfulness", "judge/relevance"):
-                spec = self.registry.get(prompt_id)
-                self.render(prompt_id, self.config.judge, {v: "x" for v in spec.variables})
+            planned += [(e.prompt, self.config.judge) for e in self._judges().values()]
+        problems: list[str] = []
+        for prompt_id, model in planned:
+            spec = self.registry.get(prompt_id)
+            try:
+                self.render(prompt_id, model, {v: "x" for v in spec.variables})
+            except PromptError as exc:
+                problems.append(f"  {prompt_id} for {model}: {exc}")
+        if problems:
+            raise ConfigError(
+                "preflight: prompts this run would render cannot serve the chosen model(s); "
+                "nothing was sent:\n" + "\n".join(problems)
+            )
         # Load the tokeniser's dictionary now (jieba: ~0.7 s once per process) so it is not
         # billed to the first case's latency_s — which would skew its distribution and make
         # `compare` call whichever run went second "faster".
@@ -73,13 +107,18 @@ class PipelineFactory:
 
         tokenize("预热 warm-up")
 
+    def _judges(self) -> dict[str, JudgeMetric]:
+        """The judge metrics this run computes (``--metrics``), from the judge table."""
+        selected = select_metrics(self.config.metrics)
+        return {n: e for n, e in judge_table().items() if n in selected}
+
     @property
     def qa_prompt(self) -> str:
-        return self.overrides.get("qa_prompt", QA_PROMPT)
+        return self.overrides.get("qa_prompt", PipelineConfig().qa_prompt)
 
-    def pipeline(self) -> Any:
+    def pipeline(self) -> Pipeline:
         if self._pipeline is None:
-            from app.generation.pipeline.generator import Pipeline, PipelineConfig
+            from app.generation.pipeline.generator import Pipeline
 
             cfg = PipelineConfig.model_validate(
                 {"model": self.config.model, "log_answers": False, **self.overrides}
@@ -98,39 +137,35 @@ class PipelineFactory:
         answer = self.registry.get(self.qa_prompt).rejection_answer
         return str(answer) if answer else None
 
-    def render(self, prompt_id: str, model: str, variables: Mapping[str, str]) -> Any:
+    def render(self, prompt_id: str, model: str, variables: Mapping[str, str]) -> RenderedPrompt:
         return self.registry.render(prompt_id, model=model, variables=dict(variables))
 
-    def judge_prompt_refs(self) -> dict[str, dict[str, str | None]]:
-        out: dict[str, dict[str, str | None]] = {}
-        for prompt_id in ("judge/correctness", "judge/faithfulness", "judge/relevance"):
-            spec = self.registry.get(prompt_id)
-            out[prompt_id] = {"version": spec.qualified, "hash": spec.content_hash}
+    def judge_prompt_refs(self) -> dict[str, PromptRef]:
+        out: dict[str, PromptRef] = {}
+        for entry in self._judges().values():
+            spec = self.registry.get(entry.prompt)
+            out[entry.prompt] = {"version": spec.qualified, "hash": spec.content_hash}
         return out
 
-    def prompt_refs(self, results: Sequence[CaseResult]) -> dict[str, dict[str, str | None]]:
-        """The QA prompt (and overrides) plus every prompt version a trace reports."""
-        names = {self.qa_prompt, *self.overrides.values()}
+    def prompt_refs(self, results: Sequence[CaseResult]) -> dict[str, PromptRef]:
+        """Every prompt version a case's trace reports it rendered — nothing else: an
+        override no case used is not listed."""
+        names: set[str] = set()
         for result in results:
-            trace = result.trace
-            if trace is None:
-                continue
-            found = [trace.prompt_version, *trace.prompt_versions.values()]
-            found.append(trace.rewrite.prompt_version)
-            found.append(trace.memory.prompt_version if trace.memory is not None else None)
-            names.update(v for v in found if v)
-        out: dict[str, dict[str, str | None]] = {}
+            if result.trace is not None:
+                names.update(trace_prompt_versions(result.trace))
+        out: dict[str, PromptRef] = {}
         for name in sorted(names):
             spec = self.registry.get(name)
             out[spec.prompt_id] = {"version": spec.qualified, "hash": spec.content_hash}
         return out
 
-    def context_text(self, chunk_ids: Sequence[str]) -> str:
-        parts = []
-        for n, cid in enumerate(chunk_ids, start=1):
-            chunk = self.kb.chunk(cid)
-            parts.append(f"[{n}] {chunk.text if chunk else ''}")
-        return "\n\n".join(parts)
+
+def trace_prompt_versions(trace: Trace) -> set[str]:
+    """The qualified prompt versions a :class:`~app.generation.pipeline.trace.Trace` used."""
+    found = [trace.prompt_version, *trace.prompt_versions.values(), trace.rewrite.prompt_version]
+    found.append(trace.memory.prompt_version if trace.memory is not None else None)
+    return {v for v in found if v}
 
 
 REFUSAL_MODES = ("no_hits", "refusal", "injection_refused")
@@ -141,7 +176,8 @@ def observation_from_answer(answer: Answer, rejection: str | None) -> Observatio
 
     Refused = a refusal mode (``no_hits``, ``refusal``, ``injection_refused``), a rejection
     keyword substitution (``trace.rejected``), or the prompt's rejection answer verbatim.
-    Citations are every ``[n]`` in the final text (out-of-range numbers included).
+    Citations are every ``[n]`` in the final text (out-of-range numbers included). The
+    context is the text the pipeline put into the prompt (``Answer.context``).
     """
     trace = answer.trace
     text = answer.text
@@ -164,20 +200,18 @@ def observation_from_answer(answer: Answer, rejection: str | None) -> Observatio
         output_tokens=trace.tokens.output,
         # no model call (no_hits / injection refusal) costs nothing; None = unpriced model
         cost_usd=0.0 if trace.tokens.llm_calls == 0 else trace.cost_usd,
+        context=answer.context,
         trace=trace,
     )
 
 
-async def observe_case(
-    case: Case, factory: PipelineFactory
-) -> tuple[Observation | None, dict[str, Any]]:
-    """Run the pipeline for one case. ``(None, {"error": …})`` when it failed."""
+async def observe_case(case: Case, factory: PipelineFactory) -> tuple[Observation | None, str]:
+    """Run the pipeline for one case: ``(observation, "")``, or ``(None, error)``."""
     history = [Message(t.role, t.content) for t in case.history]
     try:
         answer = await factory.pipeline().answer(
             case.question, history=history, user_acl=list(case.acl)
         )
     except RuntimeFailure as exc:
-        return None, {"error": f"{type(exc).__name__}: {exc}"}
-    obs = observation_from_answer(answer, factory.rejection_answer())
-    return obs, {"context": factory.context_text(obs.assembled)}
+        return None, f"{type(exc).__name__}: {exc}"
+    return observation_from_answer(answer, factory.rejection_answer()), ""

@@ -43,7 +43,7 @@ CREATED_AT_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 
 Status = Literal["pass", "fail", "partial"]
 FrontEnd = Literal["cli", "pytest", "api"]
-VerdictName = Literal["pass", "fail", "no_data"]
+VerdictName = Literal["pass", "fail", "no_data", "not_measured"]
 BadKind = Literal[
     "red_line", "must_not_include", "injection", "error", "judge_score", "refusal_error"
 ]

@@ -21,7 +21,17 @@ def _fmt(value: object, digits: int = 3) -> str:
     return str(value)
 
 
-_VERDICT_MARK = {"pass": "✅ pass", "fail": "❌ FAIL", "no_data": "· no data"}
+_VERDICT_MARK = {
+    "pass": "✅ pass",
+    "fail": "❌ FAIL",
+    "no_data": "· no data",
+    "not_measured": "❌ NOT MEASURED",
+}
+
+
+def not_measured(report: Report) -> list[str]:
+    """The gated metrics the run did not measure (``--metrics``); each one fails the run."""
+    return [n for n, v in report.verdicts.items() if v.verdict == "not_measured"]
 
 
 def summary_rows(report: Report) -> list[list[str]]:
@@ -68,6 +78,11 @@ def render_markdown(report: Report) -> str:
         lines.append(f"- **PARTIAL**: {report.partial_reason}")
     for warning in judge.warnings:
         lines.append(f"- ⚠️ {warning}")
+    if unmeasured := not_measured(report):
+        lines.append(
+            "- ❌ gates not measured (left out by --metrics), so the run cannot pass: "
+            + ", ".join(unmeasured)
+        )
     lines += [
         "",
         "| metric | n | errors | mean | std | 95% CI | threshold | verdict |",

@@ -20,7 +20,7 @@ import math
 import os
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -247,14 +247,20 @@ def build_report(
     thresholds: ThresholdSet,
     totals: Totals,
     partial_reason: str | None = None,
+    measured: Collection[str] | None = None,
 ) -> Report:
-    """Assemble the report; cases are sorted by id so the file never depends on run order."""
+    """Assemble the report; cases are sorted by id so the file never depends on run order.
+
+    ``measured`` names the metrics the run computed (``None``: all); a threshold on any
+    other metric is ``not_measured`` and fails the run."""
     ordered = sorted(cases, key=lambda c: c.id)
     summary = summarise(ordered, metric_specs, meta.seed)
     reds = red_line_hits(ordered, metric_specs)
-    raw_verdicts = verdicts(thresholds, {k: d.model_dump() for k, d in summary.items()}, reds)
+    raw_verdicts = verdicts(
+        thresholds, {k: d.model_dump() for k, d in summary.items()}, reds, measured
+    )
     verdict_map = {k: MetricVerdict.model_validate(v) for k, v in raw_verdicts.items()}
-    failed = any(v.verdict == "fail" for v in verdict_map.values())
+    failed = any(v.verdict in ("fail", "not_measured") for v in verdict_map.values())
     partial = partial_reason is not None
     infos = {name: metric_info(spec) for name, spec in metric_specs.items()}
     return Report(

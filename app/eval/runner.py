@@ -23,19 +23,21 @@ import logging
 import secrets
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.errors import ConfigError
 from app.eval.checkpoint import Checkpoint
 from app.eval.config import RunConfig
 from app.eval.datasets import Case, Suite, load_suite
-from app.eval.judges import JUDGE_PROMPTS, JudgeConfig, check_judge, judge_variables, run_judge
+from app.eval.judge_table import JudgeInput, judge, judge_table
+from app.eval.judges import JudgeConfig, check_judge, score_judge
 from app.eval.metrics.base import MetricContext, Score
 from app.eval.metrics.generation import REWRITE_EQUIVALENCE, rewrite_matches
-from app.eval.metrics.registry import score_case, specs
+from app.eval.metrics.registry import score_case, select_metrics, specs
 from app.eval.observe import PipelineFactory, observe_case
 from app.eval.records import (
     CandidateInfo,
@@ -55,6 +57,7 @@ from app.eval.thresholds import load_thresholds
 from app.generation.pipeline.trace import Trace
 from app.llm.engine import EngineStats
 from app.llm.spec import parse_provider
+from app.llm.types import EngineLike
 from app.paths import repo_root, reports_dir
 from app.redact import redact
 
@@ -150,48 +153,39 @@ def select_cases(suite: Suite, limit: int | None) -> list[Case]:
 async def evaluate_case(
     case: Case,
     factory: PipelineFactory,
-    engine: Any,
+    engine: EngineLike,
     config: RunConfig,
     base_ctx: MetricContext,
 ) -> CaseResult:
     """One case, end to end. Never raises for a provider failure: it is recorded."""
     errors: list[str] = []
-    obs, extra = await observe_case(case, factory)
+    selected = select_metrics(config.metrics)
+    obs, failure = await observe_case(case, factory)
     if obs is None:
-        errors.append(str(extra.get("error")))
-        reason = f"pipeline error: {extra.get('error')}"
-        metrics = {name: Score.undefined(reason, n_errors=1) for name in specs()}
+        errors.append(failure)
+        reason = f"pipeline error: {failure}"
+        metrics = {name: Score.undefined(reason, n_errors=1) for name in selected}
         return _result(case, metrics, None, None, None, errors, 0.0)
     judge_scores: dict[str, Score] = {}
     judge_cost = 0.0
     if config.judge:
         jcfg = JudgeConfig(config.judge, config.judge_samples, config.allow_weak_judge)
-        meta = {"expected_refusal": "true" if case.expected_refusal else "false"}
-        context = str(extra.get("context", ""))
-        tasks: dict[str, Any] = {}
-        for metric, prompt_id in JUDGE_PROMPTS.items():
-            variables = judge_variables(
-                metric,
-                question=case.question,
-                candidate=obs.answer,
-                context=context,
-                golden_answer=case.golden_answer,
-            )
-            rendered = factory.render(prompt_id, config.judge, variables)
-            tasks[metric] = run_judge(engine, jcfg, metric, rendered, meta)
-        if case.golden_rewrite is not None:
+        inp = JudgeInput.of(case, obs)
+        tasks: dict[str, Awaitable[Score]] = {
+            name: score_judge(engine, jcfg, entry, inp, factory.render)
+            for name, entry in judge_table().items()
+            if name in selected
+        }
+        # rewrite_accuracy asks the correctness judge when the rewrite is not a normalised
+        # match — only when both are selected (--metrics deterministic: no judge call at all)
+        if case.golden_rewrite is not None and {"rewrite_accuracy", "correctness"} <= set(selected):
             produced = obs.rewrite if obs.rewrite is not None else case.question
             if not rewrite_matches(produced, case.golden_rewrite):
-                variables = judge_variables(
-                    "correctness",
-                    question=case.question,
-                    candidate=produced,
-                    context="",
-                    golden_answer=case.golden_rewrite,
+                equivalence = JudgeInput(
+                    question=case.question, candidate=produced, golden_answer=case.golden_rewrite
                 )
-                rendered = factory.render(JUDGE_PROMPTS["correctness"], config.judge, variables)
-                tasks[REWRITE_EQUIVALENCE] = run_judge(
-                    engine, jcfg, "correctness", rendered, {"expected_refusal": "false"}
+                tasks[REWRITE_EQUIVALENCE] = score_judge(
+                    engine, jcfg, judge("correctness"), equivalence, factory.render
                 )
         done = await asyncio.gather(*tasks.values())
         judge_scores = dict(zip(tasks, done, strict=True))
@@ -200,7 +194,7 @@ async def evaluate_case(
             if score.n_errors:
                 errors.append(f"{name}: {score.reason}")
     ctx = replace(base_ctx, judge_scores=judge_scores)
-    metrics = score_case(case, obs, ctx)
+    metrics = score_case(case, obs, ctx, selected)
     cost = (obs.cost_usd or 0.0) + judge_cost
     return _result(case, metrics, obs.answer, obs.refused, obs.trace, errors, cost)
 
@@ -215,7 +209,9 @@ def _result(
     cost: float,
 ) -> CaseResult:
     red = [
-        name for name, spec in specs().items() if spec.red_line and (metrics[name].value or 0) > 0
+        name
+        for name, spec in specs().items()
+        if spec.red_line and name in metrics and (metrics[name].value or 0) > 0
     ]
     return CaseResult(
         id=case.id,
@@ -237,7 +233,7 @@ async def run(
     config: RunConfig,
     *,
     resume: str | None = None,
-    engine: Any = None,
+    engine: EngineLike | None = None,
     out_dir: Path | None = None,
     command: Sequence[str] = (),
     front_end: FrontEnd = "api",
@@ -257,7 +253,7 @@ async def run(
         config = RunConfig.from_json(checkpoint.config())
         run_id = resume
     run_id = run_id or new_run_id()
-    own_engine = engine is None
+    own: Engine | None = None  # the engine this call made (and closes)
     try:
         # everything that can be wrong with the input fails here, before any case runs
         warnings = (
@@ -265,16 +261,20 @@ async def run(
             if config.judge
             else []
         )
+        select_metrics(config.metrics)  # an unknown --metrics name fails here (exit 2)
         suite = load_suite(config.suite)
         cases = select_cases(suite, config.limit)
         thresholds = load_thresholds(
             config.suite, Path(config.thresholds_path) if config.thresholds_path else None
         )
-        factory = PipelineFactory(config, None)
-        factory.preflight()
+        if unknown := sorted(set(thresholds.items) - set(specs())):
+            raise ConfigError(
+                f"{thresholds.path}: threshold(s) {', '.join(unknown)} name no metric; "
+                f"the metrics are {', '.join(specs())}"
+            )
         batcher = _batcher(config)
-        if engine is None:
-            engine = Engine(
+        if engine is None:  # no network yet: the engine connects on its first call
+            engine = own = Engine(
                 EngineConfig(
                     concurrency=config.concurrency,
                     cache=config.cache,
@@ -288,11 +288,13 @@ async def run(
                 ),
                 batcher=batcher,
             )
-        if isinstance(engine, Engine):  # a missing API key fails now, not at case 1
+        eng: EngineLike = engine
+        factory = PipelineFactory(config, eng)
+        factory.preflight(cases)  # every prompt the run may render, before any provider call
+        if isinstance(eng, Engine):  # a missing API key fails now, not at case 1
             for provider in (config.model, config.judge):
                 if provider:
-                    engine.provider(parse_provider(provider))
-        factory.engine = engine
+                    eng.provider(parse_provider(provider))
         if checkpoint is None:
             checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root)
         base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
@@ -303,11 +305,11 @@ async def run(
         progress = _Progress(total=len(cases), on_update=on_progress)
         progress.done = len([c for c in cases if c.id in finished])
         spent_before = sum(finished[c.id].cost_usd for c in cases if c.id in finished)
-        engine_spent_at_start = _spent(engine)
+        engine_spent_at_start = _spent(eng)
         progress.cost = spent_before
         if on_progress is not None:
             on_progress(progress)
-        calls_before = _calls(engine)
+        calls_before = _calls(eng)
         stop_reason: str | None = None
         queue: asyncio.Queue[Case] = asyncio.Queue()
         for case in todo:
@@ -325,20 +327,20 @@ async def run(
                     case = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                result = await evaluate_case(case, factory, engine, config, base_ctx)
+                result = await evaluate_case(case, factory, eng, config, base_ctx)
                 checkpoint.save(result)
                 finished[case.id] = result
-                progress.update(result, spent_before + _spent(engine) - engine_spent_at_start)
+                progress.update(result, spent_before + _spent(eng) - engine_spent_at_start)
 
         try:
             # with --batch every case is in flight at once, so their calls share batches
             workers = len(todo) if config.batch else 2 * config.concurrency
             await asyncio.gather(*(worker() for _ in range(max(1, workers))))
         finally:
-            calls = _calls(engine) - calls_before
-            if own_engine:
-                await engine.aclose()
-                own_engine = False
+            calls = _calls(eng) - calls_before
+            if own is not None:
+                await own.aclose()
+                own = None
         results = [finished[c.id] for c in cases if c.id in finished]
         if stop_reason is None and len(results) < len(cases):
             stop_reason = f"{len(cases) - len(results)} case(s) not run"
@@ -388,8 +390,9 @@ async def run(
             metric_specs=specs(),
             cases=results,
             thresholds=thresholds,
-            totals=totals(results, len(cases), time.monotonic() - started, _stats(engine)),
+            totals=totals(results, len(cases), time.monotonic() - started, _stats(eng)),
             partial_reason=stop_reason,
+            measured=select_metrics(config.metrics),
         )
         path = md = None
         if write:
@@ -397,8 +400,8 @@ async def run(
             checkpoint.set("report", str(path))
         return RunOutcome(run_id, report, path, md, calls)
     finally:
-        if own_engine and engine is not None:
-            await engine.aclose()
+        if own is not None:
+            await own.aclose()
         if checkpoint is not None:
             checkpoint.close()
 

@@ -7,14 +7,16 @@ Verdicts compare a metric's suite mean with ``min`` / ``max``. A red-line metric
 when any single case hits it, regardless of the mean. A metric with no defined values
 gets the verdict ``no_data`` (reported, not a failure: the suite has no case it applies to)
 — unless cases errored on it, which makes it ``fail``: a run where every call failed (a
-revoked key, a dead server) must never pass.
+revoked key, a dead server) must never pass. A metric the run did not compute at all
+(``--metrics`` left it out) gets ``not_measured``, which fails the gate like ``fail``: a
+gate that could not measure never passes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +24,7 @@ from typing import Any, Literal
 from app.errors import ConfigError
 
 DEFAULT_PATH = Path(__file__).with_name("thresholds.toml")
-Verdict = Literal["pass", "fail", "no_data"]
+Verdict = Literal["pass", "fail", "no_data", "not_measured"]
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,11 @@ def verdicts(
     thresholds: ThresholdSet,
     summary: Mapping[str, Mapping[str, Any]],
     red_lines: Mapping[str, int],
+    measured: Collection[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """One verdict per threshold (and per red line): value, bound, verdict, reason."""
+    """One verdict per threshold (and per red line): value, bound, verdict, reason.
+
+    ``measured`` is the set of metrics the run computed (``None``: all of them)."""
     out: dict[str, dict[str, Any]] = {}
     for name, th in thresholds.items.items():
         dist = summary.get(name, {})
@@ -102,7 +107,12 @@ def verdicts(
             "n_errors": dist.get("n_errors", 0),
         }
         hits = red_lines.get(name)
-        if hits:
+        if measured is not None and name not in measured:
+            entry.update(
+                verdict="not_measured",
+                reason="not measured (left out by --metrics): this gate cannot pass",
+            )
+        elif hits:
             entry.update(verdict="fail", reason=f"red line: {hits} case(s) hit it")
         elif mean is None and entry["n_errors"]:
             # every case it applies to errored (e.g. a revoked key): never a pass
@@ -118,7 +128,7 @@ def verdicts(
             entry.update(verdict="pass", reason=None)
         out[name] = entry
     for name, hits in red_lines.items():
-        if name not in out and hits:
+        if name not in out and hits and (measured is None or name in measured):
             out[name] = {
                 "threshold": "= 0 (red line)",
                 "min": None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from app.errors import UserError
 
@@ -123,3 +123,12 @@ class Completion:
     cost_usd: float | None = None  # None when the model is not in the price table
     cached: bool = False
     sample_index: int = 0
+
+
+class EngineLike(Protocol):
+    """What the pipeline, the judges and calibration need from
+    :class:`app.llm.engine.Engine`: one completion for a provider string and a request."""
+
+    async def generate(
+        self, provider: str, request: ChatRequest, sample_index: int = 0
+    ) -> Completion: ...

@@ -69,7 +69,8 @@ class Observation:
     ``retrieved`` is the merged ranked list of chunk ids the retriever returned (rank 1
     first), ``assembled`` the chunks placed into the prompt (in ``[n]`` order), ``cited`` the
     ``[n]`` numbers found in the answer. ``rewrite`` is the standalone question the rewrite
-    step produced (``None`` when the step did not run).
+    step produced (``None`` when the step did not run). ``context`` is the context text the
+    pipeline placed into the prompt (what the model saw; the faithfulness judge reads it).
     """
 
     answer: str
@@ -83,6 +84,7 @@ class Observation:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0
+    context: str = ""
     trace: Trace | None = None  # the pipeline's own record of the answer
 
 

@@ -1,4 +1,8 @@
-"""Generation metrics: keyword completeness and violations, judge scores, rewrite, cost."""
+"""Generation metrics: keyword completeness and violations, rewrite, cost.
+
+The judge metrics (faithfulness, relevance, correctness) are rows of the judge table:
+:mod:`app.eval.metrics.judged`.
+"""
 
 from __future__ import annotations
 
@@ -44,52 +48,6 @@ def must_not_include(case: Case, obs: Observation, ctx: MetricContext) -> Score:
         return Score.undefined("no must_not_include words")
     found = [kw for kw in case.must_not_include if contains(obs.answer, kw)]
     return Score(value=1.0 if found else 0.0, detail={"violations": found})
-
-
-def _judge(name: str, ctx: MetricContext) -> Score:
-    score = ctx.judge_scores.get(name)
-    if score is None:
-        return Score.undefined("no judge configured")
-    return score
-
-
-@metric(
-    "faithfulness",
-    direction="higher",
-    kind="judge",
-    unit="score 1-5",
-    scale="continuous",
-    group="generation",
-    description="judge/faithfulness: every claim supported by the assembled context",
-)
-def faithfulness(case: Case, obs: Observation, ctx: MetricContext) -> Score:
-    return _judge("faithfulness", ctx)
-
-
-@metric(
-    "relevance",
-    direction="higher",
-    kind="judge",
-    unit="score 1-5",
-    scale="continuous",
-    group="generation",
-    description="judge/relevance: the answer addresses the question",
-)
-def relevance(case: Case, obs: Observation, ctx: MetricContext) -> Score:
-    return _judge("relevance", ctx)
-
-
-@metric(
-    "correctness",
-    direction="higher",
-    kind="judge",
-    unit="score 1-5",
-    scale="continuous",
-    group="generation",
-    description="judge/correctness: agreement with golden_answer",
-)
-def correctness(case: Case, obs: Observation, ctx: MetricContext) -> Score:
-    return _judge("correctness", ctx)
 
 
 def rewrite_matches(rewrite: str, golden: str) -> bool:

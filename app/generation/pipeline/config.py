@@ -101,3 +101,16 @@ class PipelineConfig(BaseModel):
             strict_max_docs=self.strict_max_docs,
             assisted_max_docs=self.assisted_max_docs,
         )
+
+
+# A prompt's contract (app.generation.registry.contracts) -> the PipelineConfig fields an override of
+# that prompt sets: the slot it fills, plus the strategy that makes the slot run. A contract
+# with no entry has no slot in the pipeline (an override of it is refused).
+CONTRACT_SLOTS: dict[str, tuple[str, dict[str, str]]] = {
+    "kb-qa": ("qa_prompt", {}),
+    "retrieval-qa": ("qa_prompt", {}),
+    "kb-refusal": ("refusal_prompt", {}),
+    "standalone-rewrite": ("rewrite_prompt", {"rewrite": "standalone"}),
+    "disambiguation": ("disambiguate_prompt", {"rewrite": "disambiguate"}),
+    "summary": ("summary_prompt", {}),
+}

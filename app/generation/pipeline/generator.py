@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from app.generation.pipeline import answer_log
 from app.generation.pipeline.assembly import Assembly, layout_for, select
@@ -48,27 +48,28 @@ from app.generation.pipeline.trace import (
     TokenUsage,
     Trace,
 )
-from app.generation.registry import PromptRegistry, load_registry
+from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
 from app.llm.tokens import get_counter
-from app.llm.types import ChatRequest, Completion, Message, coerce_history
+from app.llm.types import Completion, EngineLike, Message, coerce_history
 from app.paths import kb_dir
 from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import KnowledgeBase, load_kb
 from app.retrieval.rerank import Reranker, get_reranker, merge_hits
 from app.text import has_cjk
 
-__all__ = ["Answer", "Pipeline", "PipelineConfig", "Trace", "generate"]
+__all__ = ["Answer", "EngineLike", "Pipeline", "PipelineConfig", "Trace", "generate"]
 
 log = logging.getLogger(__name__)
 bad_case_log = logging.getLogger(answer_log.BAD_CASES_LOGGER)
 
 
-class EngineLike(Protocol):
-    """What the pipeline needs from :class:`app.llm.engine.Engine`."""
+LANGUAGES: tuple[Language, ...] = ("zh", "en")
 
-    async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
-    ) -> Completion: ...
+
+def language_of(question: str) -> Language:
+    """The language the pipeline answers ``question`` in (it picks the rewrite and summary
+    prompts): ``zh`` when it contains CJK characters, else ``en``."""
+    return "zh" if has_cjk(question) else "en"
 
 
 @dataclass
@@ -112,8 +113,6 @@ class Pipeline:
         self.engine = engine
         self.kb = kb if kb is not None else load_kb(self.config.kb_path or kb_dir())
         self.registry = registry if registry is not None else load_registry()
-        for prompt_id in self._configured_prompts():  # fail fast on a typo, naming it
-            self.registry.get(prompt_id)
         self.retriever = Retriever(self.kb)
         self.reranker = reranker or get_reranker(self.config.reranker, self.retriever)
         self.counter = get_counter(self.config.token_counter)
@@ -122,23 +121,58 @@ class Pipeline:
             standalone_prompt=self.config.rewrite_prompt,
             disambiguate_prompt=self.config.disambiguate_prompt,
         )
+        self._planned = frozenset(self.planned_prompts())
+        for prompt_id, _model in self._planned:  # fail fast on a typo, naming it
+            self.registry.get(prompt_id)
         if self.config.log_answers:
             answer_log.install()
 
-    def _configured_prompts(self) -> list[str]:
+    def planned_prompts(
+        self, *, history_possible: bool = True, languages: Iterable[Language] = LANGUAGES
+    ) -> list[tuple[str, str]]:
+        """``(prompt id, model)`` for every prompt this pipeline may render, as configured.
+
+        The answer prompts (QA and refusal, or refusal + strict + assisted with
+        ``mode_prompts``), and — when a question may come with history — the rewrite prompt
+        of the strategy (disambiguation by language) and the summary prompt by language,
+        for the question ``languages`` given (:func:`language_of`; default both). The
+        runtime renders nothing else (:meth:`_render` refuses an unplanned pair), so a
+        preflight that renders this list for the chosen models cannot miss a prompt."""
         cfg = self.config
-        ids = [cfg.qa_prompt, cfg.refusal_prompt]
-        if cfg.mode_prompts:
-            ids += [cfg.strict_prompt, cfg.assisted_prompt]
-        if cfg.rewrite == "standalone":
-            ids.append(cfg.rewrite_prompt)
-        return ids
+        answer = [cfg.refusal_prompt]
+        answer += [cfg.strict_prompt, cfg.assisted_prompt] if cfg.mode_prompts else [cfg.qa_prompt]
+        out = [(p, cfg.model) for p in answer]
+        if history_possible:
+            langs = [lang for lang in LANGUAGES if lang in set(languages)]
+            for lang in langs:
+                rewrite = self.rewriter.prompt_for(lang)
+                if rewrite is not None:
+                    out.append((rewrite, cfg.rewrite_model or cfg.model))
+            for lang in langs:
+                out.append((self._summary_prompt(lang), cfg.summary_model or cfg.model))
+        return list(dict.fromkeys(out))
+
+    def _summary_prompt(self, lang: Language) -> str:
+        return self.config.summary_prompt or f"summary/summarize_{lang}"
+
+    def _render(
+        self,
+        prompt_id: str,
+        model: str,
+        variables: Mapping[str, str],
+        history: Sequence[Message] = (),
+    ) -> RenderedPrompt:
+        if (prompt_id, model) not in self._planned:
+            raise RuntimeError(  # a bug: planned_prompts() must list what the runtime renders
+                f"internal error: {prompt_id} for {model} is not in planned_prompts()"
+            )
+        return self.registry.render(prompt_id, model=model, variables=variables, history=history)
 
     # -- model calls -----------------------------------------------------------------------
     async def _call(
         self, run: _Run, model: str, prompt_id: str, variables: Mapping[str, str], **kw: Any
     ) -> tuple[str, str]:
-        rp = self.registry.render(prompt_id, model=model, variables=variables)
+        rp = self._render(prompt_id, model, variables)
         request = rp.to_request(**kw)
         completion = await self.engine.generate(model, request, sample_index=run.sample_index)
         run.account(completion)
@@ -170,7 +204,7 @@ class Pipeline:
     def _summarizer(self, run: _Run, language: Language) -> Summarizer:
         """The summary model, called through the engine (offline: the offline summariser)."""
         model = self.config.summary_model or self.config.model
-        prompt = self.config.summary_prompt or f"summary/summarize_{language}"
+        prompt = self._summary_prompt(language)
 
         async def summarize(summary: str, new_lines: str) -> tuple[str, str | None]:
             return await self._call(
@@ -204,7 +238,7 @@ class Pipeline:
         turns = coerce_history(history)
         run.history = turns
         acl = sorted({user_acl} if isinstance(user_acl, str) else set(user_acl))
-        lang: Language = "zh" if has_cjk(question) else "en"
+        lang = language_of(question)
         trace = Trace(
             trace_id=uuid.uuid4().hex[:16],
             created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -245,7 +279,7 @@ class Pipeline:
                 return self._finish(trace, "injection_refused", reply, [], run, started)
 
         # 2. rewrite
-        rw = await self.rewriter.rewrite(query, turns, llm=self._rewrite_llm(run, turns))
+        rw = await self.rewriter.rewrite(query, turns, llm=self._rewrite_llm(run, turns), lang=lang)
         trace.rewrite = _rewrite_trace(rw)
         trace.rewritten_query = rw.rewritten
         if rw.prompt_version:
@@ -269,9 +303,7 @@ class Pipeline:
         variables = self._variables(spec.variables, spec.user_template, rw.rewritten, asm, lang)
 
         # 5. summary memory within max_tokens − prompt length
-        base = self.registry.render(
-            prompt_id, model=cfg.model, variables={**variables, **_blank(spec.variables)}
-        )
+        base = self._render(prompt_id, cfg.model, {**variables, **_blank(spec.variables)})
         prompt_tokens = self.counter.count(base.system or "") + sum(
             self.counter.count(m.content) for m in base.messages
         )
@@ -288,9 +320,7 @@ class Pipeline:
             history_msgs = memory.as_messages(lang)
 
         # 6. the model
-        rp = self.registry.render(
-            prompt_id, model=cfg.model, variables=variables, history=history_msgs
-        )
+        rp = self._render(prompt_id, cfg.model, variables, history_msgs)
         trace.prompt_version = rp.qualified_version
         trace.prompt_hash = rp.content_hash
         trace.prompt_versions["qa"] = rp.qualified_version
@@ -355,7 +385,9 @@ class Pipeline:
                 )
                 for n in check.valid
             ]
-        return self._finish(trace, asm.mode, text, citations, run, started)
+        return self._finish(
+            trace, asm.mode, text, citations, run, started, variables.get("context", "")
+        )
 
     def _prompt_for(self, asm: Assembly) -> str:
         cfg = self.config
@@ -397,6 +429,7 @@ class Pipeline:
         citations: list[Citation],
         run: _Run,
         started: float,
+        context: str = "",
     ) -> Answer:
         trace.mode = mode
         trace.tokens = run.usage
@@ -435,7 +468,7 @@ class Pipeline:
                 ),
                 extra={"answer_log": True},
             )
-        return Answer(text=text, citations=citations, trace=trace)
+        return Answer(text=text, citations=citations, trace=trace, context=context)
 
 
 def _blank(names: frozenset[str]) -> dict[str, str]:

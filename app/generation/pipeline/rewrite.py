@@ -404,16 +404,26 @@ class Rewriter:
         blob = json.dumps([self.strategy, last_two, question], ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    def prompt_for(self, lang: Language) -> str | None:
+        """The prompt a model rewrite of a ``lang`` question renders (``None``: strategy off)."""
+        if self.strategy == "off":
+            return None
+        if self.strategy == "disambiguate":
+            return self.disambiguate_prompt or f"rewrite/disambiguate_{lang}"
+        return self.standalone_prompt
+
     async def rewrite(
         self,
         question: str,
         history: Sequence[Message],
         *,
         llm: RewriteLLM | Literal["default"] | None = "default",
+        lang: Language | None = None,
     ) -> RewriteResult:
         """Rewrite ``question``; ``llm`` overrides the constructor's. A question that needs
         a rewrite and has no model raises :class:`ConfigError` (there is no silent bypass:
-        the offline baseline is a provider too)."""
+        the offline baseline is a provider too). ``lang`` picks the disambiguation prompt
+        (default: from ``question``)."""
         model_llm = self.llm if llm == "default" else llm
         if self.strategy == "off":
             return RewriteResult(question, question, "off", False, reason="rewrite disabled")
@@ -433,7 +443,7 @@ class Rewriter:
         if key in self._cache:
             self._cache.move_to_end(key)
             return replace(self._cache[key], cached=True)
-        result = await self._run(question, history, trigger, model_llm)
+        result = await self._run(question, history, trigger, model_llm, lang)
         self._cache[key] = result
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -445,16 +455,15 @@ class Rewriter:
         history: Sequence[Message],
         trigger: str,
         llm: RewriteLLM,
+        lang: Language | None = None,
     ) -> RewriteResult:
         candidates = tuple(extract_entities(history))
         version: str | None = None
         reason = "rewritten"
         raw: str | None
         if self.strategy == "disambiguate":
-            prompt = self.disambiguate_prompt or (
-                "rewrite/disambiguate_zh" if has_cjk(question) else "rewrite/disambiguate_en"
-            )
-            lang: Language = "zh" if has_cjk(question) else "en"
+            lang = lang or ("zh" if has_cjk(question) else "en")
+            prompt = self.prompt_for(lang) or self.standalone_prompt
             recent = [m for u, a in turns(history)[-MAX_TURNS:] for m in _as_messages(u, a)]
             text, version = await llm(
                 prompt, {"chat_history": format_messages(recent, lang), "input": question}

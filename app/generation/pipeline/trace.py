@@ -112,3 +112,6 @@ class Answer(_Record):
     text: str
     citations: list[Citation] = Field(default_factory=list)
     trace: Trace
+    # the context text the pipeline placed into the prompt ("" when the prompt had none:
+    # no hits, refusal mode, injection refusal) — what a faithfulness judge must read
+    context: str = ""

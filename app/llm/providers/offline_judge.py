@@ -5,8 +5,10 @@ It answers the judge prompts with the JSON they ask for — ``{"score": 1-5,
 term overlap (the analyser of :mod:`app.text`, query side: jieba for Chinese, lowercase
 stemmed words for English, stop words and ``[n]`` citations removed; a term is found in a
 text by :class:`app.text.Matcher`: CJK terms as substrings, other terms as whole tokens).
-The metric comes from ``metadata["judge_metric"]``; the texts from ``variables``
-(``candidate``, ``context``, ``golden_answer``, ``question``). Rules:
+The metric comes from ``metadata["judge_metric"]`` and picks the rule registered for it in
+:data:`RULES` (each judge metric of :mod:`app.eval.judge_table` registers one); the texts
+come from ``variables`` (``candidate``, ``context``, ``golden_answer``, ``question``). The
+built-in rules:
 
 faithfulness
     support = share of the candidate's distinct content tokens found in the context.
@@ -28,8 +30,8 @@ correctness); relevance uses ≥ 0.6 / 0.45 / 0.3 / 0.15 because answers rephras
 
 from __future__ import annotations
 
-import contextlib
 import json
+from collections.abc import Callable, Mapping
 
 from app.errors import ConfigError
 from app.llm.providers.base import Provider
@@ -37,7 +39,10 @@ from app.llm.providers.offline_extractive import offline_completion
 from app.llm.types import ChatRequest, Completion
 from app.text import Matcher, is_refusal, numbers, sentences, strip_citations, tokenize
 
-METRICS = ("faithfulness", "correctness", "relevance")
+# (prompt variables, request metadata) -> {"score": 1-5, "reasoning": ..., ...}
+OfflineRule = Callable[[Mapping[str, str], Mapping[str, str]], dict[str, object]]
+# judge metric -> its offline rule; filled by app.eval.judge_table.judge_metric
+RULES: dict[str, OfflineRule] = {}
 BANDS = (0.8, 0.6, 0.4, 0.2)
 RELEVANCE_BANDS = (0.6, 0.45, 0.3, 0.15)
 HALLUCINATION_SUPPORT = 0.5
@@ -113,26 +118,16 @@ def relevance(candidate: str, question: str) -> dict[str, object]:
 
 
 def judge(request: ChatRequest) -> dict[str, object]:
+    """The verdict of the rule registered for ``metadata["judge_metric"]``."""
     metric = request.metadata.get("judge_metric", "")
-    v = request.variables
-    candidate = v.get("candidate", "")
-    if metric == "faithfulness":
-        context = v.get("context", "")
-        docs = request.metadata.get("documents")
-        if docs:
-            # documents are optional here; the context variable is the main source
-            with contextlib.suppress(json.JSONDecodeError):
-                context += "\n" + "\n".join(str(d) for d in json.loads(docs))
-        return faithfulness(candidate, context)
-    if metric == "correctness":
-        expected = request.metadata.get("expected_refusal", "").lower() == "true"
-        return correctness(candidate, v.get("golden_answer", ""), expected)
-    if metric == "relevance":
-        return relevance(candidate, v.get("question", ""))
-    raise ConfigError(
-        f"offline:reference-judge: metadata['judge_metric'] is {metric!r}; "
-        f"set it to one of {', '.join(METRICS)}"
-    )
+    rule = RULES.get(metric)
+    if rule is None:
+        raise ConfigError(
+            f"offline:reference-judge: metadata['judge_metric'] is {metric!r}; "
+            f"set it to one of {', '.join(RULES) or '(none registered)'} (judge metrics "
+            "register their offline rule with app.eval.judge_table.judge_metric)"
+        )
+    return rule(request.variables, request.metadata)
 
 
 class ReferenceJudgeProvider(Provider):

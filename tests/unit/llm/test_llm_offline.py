@@ -9,12 +9,15 @@ import pytest
 
 from app import text as _text
 from app.errors import ConfigError
+from app.eval.judge_table import judge_table
 from app.llm.engine import Engine
 from app.llm.providers.offline_extractive import answer, asks_quantity, has_quantity
 from app.llm.providers.offline_judge import band
 from app.llm.types import ChatRequest, Message
 
 EngineFactory = Callable[..., Engine]
+# the reference judge's rules are the offline rules of the judge table's rows
+judge_table()
 ZH_DOCS = [
     "公司规定，员工入职满一年后每年享有15天带薪年假。年假需提前一周在OA系统申请。",
     "病假需要提供医院证明。加班可以申请调休。",
@@ -316,7 +319,9 @@ async def test_relevance(candidate: str, score: int, engine_factory: EngineFacto
 
 
 async def test_unknown_judge_metric(engine_factory: EngineFactory) -> None:
-    with pytest.raises(ConfigError, match="faithfulness, correctness, relevance"):
+    with pytest.raises(
+        ConfigError, match="'fluency'; set it to one of faithfulness, relevance, correctness"
+    ):
         await engine_factory().generate("offline:reference-judge", judge("fluency"))
 
 
