@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.errors import DatasetError
+from app.errors import ConfigError, DatasetError
 from app.eval.calibrate import load_labels
 from app.eval.judge_table import JudgeInput, judge_metric, judge_table, unregister
-from app.eval.runner import RunConfig, run
+from app.eval.runner import RunConfig, run, run_sync
 from app.generation.registry import load_registry
 from app.llm.engine import Engine, EngineConfig
 from app.llm.providers.offline_judge import RULES
@@ -237,3 +237,11 @@ async def test_a_new_judge_metric_is_three_files_end_to_end_offline(
         assert case["metrics"]["concision"]["value"] == expected, case["id"]
     assert report["metrics"]["concision"]["kind"] == "judge"
     assert "concision" not in judge_table() and "concision" not in RULES
+
+
+def test_a_threshold_on_no_metric_is_refused(eval_root: Path, tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text('version = "1"\n[defaults]\nfaithfulnes = { min = 4.0 }\n', encoding="utf-8")
+    config = RunConfig(suite="mini", cache=False, thresholds_path=str(path))
+    with pytest.raises(ConfigError, match=r"threshold\(s\) faithfulnes name no metric"):
+        run_sync(config, write=False)
