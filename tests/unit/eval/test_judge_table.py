@@ -241,7 +241,11 @@ async def test_a_new_judge_metric_is_three_files_end_to_end_offline(
 
 def test_a_threshold_on_no_metric_is_refused(eval_root: Path, tmp_path: Path) -> None:
     path = tmp_path / "t.toml"
-    path.write_text('version = "1"\n[defaults]\nfaithfulnes = { min = 4.0 }\n', encoding="utf-8")
+    path.write_text(
+        'version = "1"\n[bad_cases]\njudge_score_below = 3.0\n'
+        "[defaults]\nfaithfulnes = { min = 4.0 }\n",
+        encoding="utf-8",
+    )
     config = RunConfig(suite="mini", cache=False, thresholds_path=str(path))
     with pytest.raises(ConfigError, match=r"threshold\(s\) faithfulnes name no metric"):
         run_sync(config, write=False)
