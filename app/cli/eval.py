@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, tuple[str, str, str]] = {
     "compare": ("app.cli.eval_compare", "compare", "Compare two reports: metric delta table."),
     "diff-prompt": ("app.cli.eval_compare", "diff_prompt", "Diff two prompt versions."),
+    "merge": ("app.cli.eval_merge", "merge_cmd", "Merge shard reports into one report."),
 }
 
 
@@ -209,6 +210,14 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     "--refresh-cache", is_flag=True, help="Call the providers again and overwrite the cache."
 )
 @click.option(
+    "--shard",
+    "shard",
+    default=None,
+    metavar="I/N",
+    help="Run shard I of N (stable by case id; 1-based); `rag eval merge` joins the reports. "
+    "Default $RAG_SHARD, or JOB_COMPLETION_INDEX/RAG_SHARD_COUNT (a Kubernetes Indexed Job).",
+)
+@click.option(
     "--batch",
     "batch",
     is_flag=True,
@@ -283,6 +292,7 @@ def run_cmd(
     max_cost: float | None,
     no_cache: bool,
     refresh_cache: bool,
+    shard: str | None,
     batch: bool,
     batch_poll_s: float,
     batch_flush_s: float,
@@ -333,6 +343,7 @@ def run_cmd(
         retry_budget=retry_budget,
         cache=not no_cache,
         refresh_cache=refresh_cache,
+        shard=_shard_option(shard),
         batch=batch,
         batch_poll_s=batch_poll_s,
         batch_flush_s=batch_flush_s,
@@ -411,6 +422,33 @@ def run_cmd(
             + (f" {exported.url}" if exported.url else "")
         )
     ctx.exit(gate_exit_code(outcome.report) if gate == "red-lines" else outcome.exit_code)
+
+
+def _shard_option(shard: str | None) -> str | None:
+    """``--shard``, else ``$RAG_SHARD``, else a Kubernetes Indexed Job's 0-based
+    ``JOB_COMPLETION_INDEX`` with ``$RAG_SHARD_COUNT``; checked like the option."""
+    from app.eval.config import parse_shard
+
+    if shard is None:
+        shard = os.environ.get("RAG_SHARD") or None
+    if shard is None and "JOB_COMPLETION_INDEX" in os.environ:
+        count = os.environ.get("RAG_SHARD_COUNT")
+        if not count:
+            raise click.UsageError(
+                "JOB_COMPLETION_INDEX is set: also set RAG_SHARD_COUNT (the Job's completions)"
+            )
+        try:
+            shard = f"{int(os.environ['JOB_COMPLETION_INDEX']) + 1}/{int(count)}"
+        except ValueError:
+            raise click.UsageError(
+                "JOB_COMPLETION_INDEX and RAG_SHARD_COUNT must be integers"
+            ) from None
+    if shard is not None:
+        try:
+            parse_shard(shard)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--shard") from None
+    return shard
 
 
 def gate_exit_code(report: Report) -> int:

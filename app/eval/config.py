@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_MODEL = "offline:extractive"
 DEFAULT_JUDGE = "offline:reference-judge"
@@ -45,6 +45,14 @@ class RunConfig(BaseModel):
     k: int = Field(default=5, ge=1)
     seed: int = 0
     thresholds_path: str | None = None
+    shard: str | None = None  # "i/N": this process runs shard i of N (stable by case id)
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_form(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_shard(v)
+        return v
 
     def to_json(self) -> dict[str, object]:
         """The JSON form stored in the checkpoint and in ``meta.config``."""
@@ -58,3 +66,15 @@ class RunConfig(BaseModel):
     def replace(self, **changes: object) -> RunConfig:
         """A copy with ``changes`` applied, validated like a new configuration."""
         return RunConfig.model_validate({**self.model_dump(), **changes})
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/N"`` → ``(i, N)`` with ``1 <= i <= N <= 1000``; ValueError naming the form."""
+    head, sep, tail = text.strip().partition("/")
+    try:
+        index, count = int(head), int(tail)
+    except ValueError:
+        index = count = 0
+    if not sep or not 1 <= index <= count <= 1000:
+        raise ValueError(f"shard {text!r}: write i/N with 1 <= i <= N <= 1000, e.g. 2/4")
+    return index, count

@@ -101,6 +101,15 @@ class ThresholdsRef(Record):
     )
 
 
+class ShardInfo(Record):
+    """This report is shard ``index`` of ``count`` (``rag eval run --shard i/N``)."""
+
+    index: int = Field(ge=1)
+    count: int = Field(ge=1)
+    cases: int = Field(ge=0, description="cases in this shard")
+    planned: int = Field(ge=0, description="cases in all shards together (the run's plan)")
+
+
 class RunMeta(Record):
     """Who ran what, with which rulers: the provenance of every number in the report."""
 
@@ -117,6 +126,8 @@ class RunMeta(Record):
     datasets: list[DatasetRef]
     thresholds: ThresholdsRef
     config: RunConfig
+    shard: ShardInfo | None = None  # set on a shard's report; None on a whole or merged run
+    merged_from: list[str] = Field(default_factory=list)  # run ids of the merged shards
 
 
 class MetricInfo(Record):

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import secrets
 import subprocess
@@ -31,7 +32,7 @@ from typing import Any
 
 from app.errors import ConfigError
 from app.eval.checkpoint import Checkpoint
-from app.eval.config import RunConfig
+from app.eval.config import RunConfig, parse_shard
 from app.eval.datasets import Case, Suite, load_suite
 from app.eval.judge_table import JudgeInput, judge, judge_table
 from app.eval.judges import JudgeConfig, check_judge, score_judge
@@ -49,6 +50,7 @@ from app.eval.records import (
     PromptRef,
     Report,
     RunMeta,
+    ShardInfo,
     ThresholdsRef,
     Totals,
 )
@@ -145,9 +147,21 @@ def git_state() -> GitState:
     return GitState(sha=sha, dirty=dirty)
 
 
-def select_cases(suite: Suite, limit: int | None) -> list[Case]:
+def select_cases(suite: Suite, limit: int | None, shard: str | None = None) -> list[Case]:
+    """The run's cases, by id: the first ``limit``, then this shard's part of them."""
     cases = sorted(suite.cases, key=lambda c: c.id)
-    return cases[:limit] if limit is not None else cases
+    cases = cases[:limit] if limit is not None else cases
+    if shard is None:
+        return cases
+    index, count = parse_shard(shard)
+    return [c for c in cases if shard_of(c.id, count) == index]
+
+
+def shard_of(case_id: str, count: int) -> int:
+    """The shard (1-based) a case belongs to: stable by case id, whatever else the suite
+    holds, so adding a case never moves another one to a different shard."""
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % count + 1
 
 
 async def evaluate_case(
@@ -263,7 +277,8 @@ async def run(
         )
         select_metrics(config.metrics)  # an unknown --metrics name fails here (exit 2)
         suite = load_suite(config.suite)
-        cases = select_cases(suite, config.limit)
+        cases = select_cases(suite, config.limit, config.shard)
+        planned = len(select_cases(suite, config.limit))
         thresholds = load_thresholds(
             config.suite, Path(config.thresholds_path) if config.thresholds_path else None
         )
@@ -382,6 +397,14 @@ async def run(
                 bad_judge_score=thresholds.bad_judge_score,
             ),
             config=config,
+            shard=None
+            if config.shard is None
+            else ShardInfo(
+                index=parse_shard(config.shard)[0],
+                count=parse_shard(config.shard)[1],
+                cases=len(cases),
+                planned=planned,
+            ),
         )
         report = build_report(
             run_id=run_id,

@@ -142,23 +142,36 @@ def test_ci_posts_the_delta_table_in_place() -> None:
 # ---------------------------------------------------------------- eval-nightly.yml
 
 
-def test_nightly_schedule_full_suite_artifact_archive_and_notify() -> None:
+def test_nightly_shards_merge_archive_baseline_pr_and_notify() -> None:
     wf = load("eval-nightly.yml")
     on = triggers(wf)
     assert on["schedule"] == [{"cron": "0 18 * * *"}]
     assert "workflow_dispatch" in on
-    job = wf["jobs"]["full-eval"]
-    assert job["env"]["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}"
-    text = runs(wf, "full-eval")
+    assert wf["permissions"] == {"contents": "read"}  # only the merge job may write
+    assert not wf["env"]["CANDIDATE_MODEL"].startswith("offline:")
+    shard = wf["jobs"]["shard"]
+    assert shard["env"]["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}"
+    assert len(shard["strategy"]["matrix"]["shard"]) == int(wf["env"]["SHARDS"])
+    text = runs(wf, "shard")
     assert "rag eval run --suite full --model" in text and '--judge "$JUDGE_MODEL"' in text
-    assert not job["env"]["CANDIDATE_MODEL"].startswith("offline:")
-    assert "scripts/ci_eval.py nightly-summary" in text
-    assert '>> "$GITHUB_STEP_SUMMARY"' in text
-    assert "actions/upload-artifact@v4" in uses(wf, "full-eval")
-    assert "git add -f reports/nightly/" in text and "git tag" in text
-    notify = next(s for s in steps(wf, "full-eval") if s.get("name", "").startswith("Notify"))
+    assert '--shard "${{ matrix.shard }}/$SHARDS"' in text
+    assert '--max-cost "$MAX_COST_PER_SHARD"' in text
+    cache = next(s for s in steps(wf, "shard") if s.get("uses") == "actions/cache@v4")
+    assert cache["with"]["path"] == ".cache/llm"
+    merge = wf["jobs"]["merge"]
+    assert merge["needs"] == "shard" and merge["if"] == "always()"
+    mtext = runs(wf, "merge")
+    assert "rag eval merge reports/nightly/shards/eval_*.json" in mtext
+    assert "scripts/ci_eval.py nightly-summary" in mtext
+    assert '>> "$GITHUB_STEP_SUMMARY"' in mtext
+    assert "actions/upload-artifact@v4" in uses(wf, "merge")
+    # nothing is pushed to main: the baseline goes to a branch and a reviewed pull request
+    assert "gh pr create" in mtext and 'git push origin "$branch"' in mtext
+    assert "HEAD:" not in mtext + text and "git tag" not in mtext
+    assert merge["permissions"] == {"contents": "write", "pull-requests": "write"}
+    notify = next(s for s in steps(wf, "merge") if s.get("name", "").startswith("Notify"))
     assert notify["if"] == "failure() && env.RAG_ALERT_WEBHOOK_URL != ''"
-    assert job["env"]["RAG_ALERT_WEBHOOK_URL"] == "${{ secrets.RAG_ALERT_WEBHOOK_URL }}"
+    assert merge["env"]["RAG_ALERT_WEBHOOK_URL"] == "${{ secrets.RAG_ALERT_WEBHOOK_URL }}"
 
 
 # ---------------------------------------------------------------- CODEOWNERS

@@ -1,0 +1,50 @@
+"""``rag eval merge REPORT… [--out DIR]``: shard reports into one report (see app.eval.merge).
+
+Writes the merged report like a run does (JSON + markdown) and prints its summary; exit 0/1
+by the merged report's gate (as ``rag eval run``), 2 when the shards do not form one run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("merge")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the merged report (default reports/).",
+)
+@click.option(
+    "--gate",
+    type=click.Choice(["thresholds", "red-lines"]),
+    default="thresholds",
+    show_default=True,
+    help="What sets exit 1, as for `rag eval run`.",
+)
+def merge_cmd(reports: tuple[Path, ...], out_dir: Path | None, gate: str) -> None:
+    """Merge the shard REPORTS of one run (`rag eval run --shard i/N`) into one report."""
+    from app.cli.eval import _print_summary, gate_exit_code
+    from app.eval.merge import merge_reports
+    from app.eval.report import load_report, report_filename, report_json, write_report
+    from app.paths import reports_dir
+
+    loaded = [load_report(p) for p in reports]
+    merged = merge_reports(loaded)
+    target = out_dir or reports_dir()
+    existing = target / report_filename(merged.created_at)
+    if existing.exists() and existing.read_text(encoding="utf-8") == report_json(merged):
+        click.echo(f"already merged: {existing} (identical; nothing written)")
+        path, md = existing, existing.with_suffix(".md")
+    else:
+        target.mkdir(parents=True, exist_ok=True)
+        path, md = write_report(merged, target)
+    click.echo(f"merged {len(merged.meta.merged_from)} shards, {len(merged.cases)} cases")
+    _print_summary(merged, path, md)
+    rc = gate_exit_code(merged) if gate == "red-lines" else (0 if merged.status == "pass" else 1)
+    raise SystemExit(rc)
