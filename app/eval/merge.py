@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from app.errors import ReportError
@@ -156,18 +156,31 @@ def check_shards(reports: Sequence[Report]) -> tuple[int, int]:
     return count, planned
 
 
+def _add(a: object, b: object) -> object:
+    """Sum two counters of one kind: numbers add, dicts merge key by key (nested), anything
+    else (a flag, a setting) keeps the first shard's value."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a + b
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = _add(out[k], v) if k in out else v
+        return out
+    return a
+
+
 def _sum_stats(stats: Sequence[EngineStats | None]) -> EngineStats | None:
+    """The shards' engine counters summed (retry budgets and concurrency adaptations per
+    endpoint are merged key by key)."""
     present = [s for s in stats if s is not None]
     if not present:
         return None
-    total = EngineStats()
-    for s in present:
+    total = EngineStats(**asdict(present[0]))
+    for s in present[1:]:
         for f in fields(EngineStats):
-            if f.name == "by_provider":
-                for k, v in s.by_provider.items():
-                    total.by_provider[k] = total.by_provider.get(k, 0) + v
-            else:
-                setattr(total, f.name, getattr(total, f.name) + getattr(s, f.name))
+            setattr(total, f.name, _add(getattr(total, f.name), getattr(s, f.name)))
     total.cost_usd = round(total.cost_usd, 10)
     return total
 

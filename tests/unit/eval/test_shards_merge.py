@@ -163,3 +163,17 @@ def test_merge_cli_writes_once_then_says_already_merged(
     second = CliRunner().invoke(cli, args)
     assert "already merged" in second.output
     assert list((tmp_path / "merged").glob("eval_*.json")) == written
+
+
+def test_engine_counters_are_summed_key_by_key() -> None:
+    from app.eval.merge import _sum_stats
+    from app.llm.engine import EngineStats
+
+    a = EngineStats(calls=3, cost_usd=0.5, by_provider={"openai:x": 3}, retry_budget={"used": 1})
+    b = EngineStats(calls=4, cost_usd=0.25, by_provider={"openai:x": 2, "openai:y": 2})
+    total = _sum_stats([a, None, b])
+    assert total is not None
+    assert (total.calls, total.cost_usd) == (7, 0.75)
+    assert total.by_provider == {"openai:x": 5, "openai:y": 2}
+    assert total.retry_budget == {"used": 1}
+    assert _sum_stats([None]) is None
