@@ -27,7 +27,7 @@ import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from app.eval.records import Report
@@ -192,7 +192,6 @@ def bad_case_rows(report: Report) -> list[tuple[str, str, str]]:
 
 def nightly_summary(report_path: Path, baseline: Path | None) -> tuple[str, int]:
     from app.errors import ReportError
-    from app.eval.compare import compare_files
     from app.eval.report import load_report
 
     report = load_report(report_path)
@@ -213,13 +212,52 @@ def nightly_summary(report_path: Path, baseline: Path | None) -> tuple[str, int]
         lines.append("No nightly baseline yet: this report becomes the first one.")
     else:
         try:
-            cmp = compare_files(baseline, report_path)
+            note, cmp = _compare_with_baseline(baseline, report_path, report)
         except ReportError as exc:
             lines.append(f"Not compared with the baseline: {exc}")
         else:
+            if note:
+                lines += [note, ""]
             lines.append(cmp.to_markdown())
             rc = 1 if cmp.has_regression else 0
     return "\n".join(lines) + "\n", rc
+
+
+def _compare_with_baseline(baseline: Path, report_path: Path, report: Any) -> tuple[str, Any]:
+    """Compare with the baseline; after a dataset version bump (the only ruler that changed),
+    compare on the cases both versions share unchanged, and say so in a note."""
+    from app.eval.compare import compare_files, compare_reports, ruler_differences
+    from app.eval.report import load_report
+
+    base = load_report(baseline)
+    diffs = ruler_differences(base, report)
+    if not diffs or not all(d.startswith("dataset ") for d in diffs):
+        return "", compare_files(baseline, report_path)  # same rulers, or refused by name
+    old = {c.id: c for c in base.cases}
+    new = {c.id: c for c in report.cases}
+    same = [cid for cid in old if cid in new and old[cid].question == new[cid].question]
+    edited = [cid for cid in old if cid in new and old[cid].question != new[cid].question]
+    added = [cid for cid in new if cid not in old]
+    removed = [cid for cid in old if cid not in new]
+    keep = set(same)
+    base_shared = base.model_copy(update={"cases": [c for c in base.cases if c.id in keep]})
+    new_shared = report.model_copy(update={"cases": [c for c in report.cases if c.id in keep]})
+    cmp = compare_reports(
+        base_shared,
+        new_shared,
+        base_name=str(baseline),
+        new_name=str(report_path),
+        allow_ruler_change=True,
+    )
+    versions = "; ".join(diffs)
+    note = (
+        f"> **The dataset changed** ({versions}): compared on the {len(same)} cases both "
+        f"versions share unchanged. Left out: {len(added)} new, {len(removed)} removed, "
+        f"{len(edited)} edited (question changed)"
+        + (f": {', '.join(edited[:8])}" if edited else "")
+        + ". The next baseline is measured on the new version."
+    )
+    return note, cmp
 
 
 def main(argv: Sequence[str] | None = None) -> int:
