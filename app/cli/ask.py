@@ -76,6 +76,37 @@ def _read_history(path: Path) -> tuple[Message, ...]:
     default="clean",
     show_default=True,
 )
+@click.option(
+    "--retriever",
+    type=click.Choice(["auto", "hybrid", "bm25"]),
+    default="auto",
+    show_default=True,
+    help="auto: BM25 fused with the local dense embedder when it is installed; bm25: lexical only.",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds per request attempt; an abandoned attempt closes its connection.",
+)
+@click.option(
+    "--max-attempts",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    help="Attempts per request (retries on 429/5xx/timeouts only).",
+)
+@click.option("--max-tokens", default=None, type=click.IntRange(1), help="Cap the answer's tokens.")
+@click.option(
+    "--temperature", default=None, type=click.FloatRange(0, 2), help="The answer's temperature."
+)
+@click.option(
+    "--allow-unlisted-model",
+    is_flag=True,
+    help="Use a model outside the prompt's APPLICABLE_MODELS (printed with the answer).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the Answer as JSON.")
 def cli(
     question: str,
@@ -85,12 +116,18 @@ def cli(
     qa_prompt: str,
     kb_path: Path | None,
     injection_policy: str,
+    retriever: str,
+    timeout_s: float,
+    max_attempts: int,
+    max_tokens: int | None,
+    temperature: float | None,
+    allow_unlisted_model: bool,
     as_json: bool,
 ) -> None:
     """Ask the RAG pipeline one QUESTION; prints the answer, its citations and the trace."""
     from app.generation.pipeline.config import PipelineConfig
     from app.generation.pipeline.generator import Pipeline
-    from app.llm.engine import Engine
+    from app.llm.engine import Engine, EngineConfig
     from app.retrieval.kb import ACL_GROUPS
 
     if not question.strip():
@@ -100,15 +137,22 @@ def cli(
     if unknown:
         raise UserError(f"--acl {','.join(unknown)}: unknown group — use {', '.join(ACL_GROUPS)}")
     history = _read_history(history_file) if history_file else ()
-    config = PipelineConfig(
-        model=model,
-        qa_prompt=qa_prompt,
-        kb_path=kb_path,
-        injection_policy=injection_policy,  # type: ignore[arg-type]
-    )
+    settings: dict[str, Any] = {
+        "model": model,
+        "qa_prompt": qa_prompt,
+        "kb_path": kb_path,
+        "injection_policy": injection_policy,
+        "retriever": retriever,
+        "allow_unlisted_model": allow_unlisted_model,
+    }
+    if max_tokens:
+        settings["max_answer_tokens"] = max_tokens
+    if temperature is not None:
+        settings["temperature"] = temperature
+    config = PipelineConfig.model_validate(settings)
 
     async def run() -> Any:
-        engine = Engine()
+        engine = Engine(EngineConfig(timeout_s=timeout_s, max_attempts=max_attempts))
         try:
             return await Pipeline(config, engine).answer(question, history, groups)
         finally:

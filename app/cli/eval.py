@@ -117,6 +117,10 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
             f"[red]NOT MEASURED:[/red] {', '.join(unmeasured)} — left out by --metrics; "
             "their gates cannot pass"
         )
+    from app.eval.model_notes import unlisted_note
+
+    if note := unlisted_note(report.meta):
+        console.print(f"[yellow]warning:[/yellow] {note}")
     if report.partial:
         console.print(f"[yellow]PARTIAL:[/yellow] {report.partial_reason}")
     console.print(f"status: {report.status.upper()}")
@@ -257,6 +261,31 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     help="k of Hit@k, Recall@k, nDCG@k.",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap CIs.")
+@click.option(
+    "--retriever",
+    type=click.Choice(["auto", "hybrid", "bm25"]),
+    default="auto",
+    show_default=True,
+    help="auto: BM25 fused with the local dense embedder when it is installed; bm25: lexical only.",
+)
+@click.option(
+    "--max-tokens",
+    default=None,
+    type=click.IntRange(1),
+    help="Cap every generation: the answer, rewrite/summary (<= 256) and judge (<= 512) calls.",
+)
+@click.option(
+    "--temperature",
+    default=None,
+    type=click.FloatRange(0, 2),
+    help="Sampling temperature of the candidate's answer (default 0); judges stay at 0.",
+)
+@click.option(
+    "--allow-unlisted-model",
+    is_flag=True,
+    help="Run a model outside a prompt's APPLICABLE_MODELS instead of refusing; the report "
+    "and every table built from it say so.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option(
     "--gate",
@@ -300,6 +329,10 @@ def run_cmd(
     allow_weak_judge: bool,
     k: int,
     seed: int,
+    retriever: str,
+    max_tokens: int | None,
+    temperature: float | None,
+    allow_unlisted_model: bool,
     quiet: bool,
     gate: str,
     langfuse: bool,
@@ -352,6 +385,10 @@ def run_cmd(
         allow_weak_judge=allow_weak_judge,
         k=k,
         seed=seed,
+        retriever=retriever,  # type: ignore[arg-type]
+        max_tokens=max_tokens,
+        temperature=temperature,
+        allow_unlisted_model=allow_unlisted_model,
     )
     err = Console(stderr=True)
     run_id = resume or new_run_id()

@@ -10,6 +10,7 @@ its own, so the runner, the pipeline seam (:mod:`app.eval.observe`) and the repo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -45,6 +46,10 @@ class RunConfig(BaseModel):
     k: int = Field(default=5, ge=1)
     seed: int = 0
     thresholds_path: str | None = None
+    retriever: Literal["auto", "hybrid", "bm25"] = "auto"  # app.retrieval.hybrid.make_retriever
+    max_tokens: int | None = Field(default=None, ge=1)  # caps answer/rewrite/summary/judge
+    temperature: float | None = Field(default=None, ge=0, le=2)  # candidate answer; judges 0
+    allow_unlisted_model: bool = False  # render outside APPLICABLE_MODELS (recorded in meta)
     shard: str | None = None  # "i/N": this process runs shard i of N (stable by case id)
 
     @field_validator("shard")

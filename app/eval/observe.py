@@ -121,7 +121,19 @@ class PipelineFactory:
             from app.generation.pipeline.generator import Pipeline
 
             cfg = PipelineConfig.model_validate(
-                {"model": self.config.model, "log_answers": False, **self.overrides}
+                {
+                    "model": self.config.model,
+                    "log_answers": False,
+                    "retriever": self.config.retriever,
+                    "allow_unlisted_model": self.config.allow_unlisted_model,
+                    **({"max_answer_tokens": mt} if (mt := self.config.max_tokens) else {}),
+                    **(
+                        {"temperature": self.config.temperature}
+                        if self.config.temperature is not None
+                        else {}
+                    ),
+                    **self.overrides,
+                }
             )
             self._pipeline = Pipeline(cfg, self.engine, kb=self.kb, registry=self.registry)
         return self._pipeline
@@ -138,7 +150,31 @@ class PipelineFactory:
         return str(answer) if answer else None
 
     def render(self, prompt_id: str, model: str, variables: Mapping[str, str]) -> RenderedPrompt:
-        return self.registry.render(prompt_id, model=model, variables=dict(variables))
+        return self.registry.render(
+            prompt_id,
+            model=model,
+            variables=dict(variables),
+            allow_unlisted=self.config.allow_unlisted_model,
+        )
+
+    def unlisted(self, prompt_ids: Sequence[str]) -> list[dict[str, str]]:
+        """Every (prompt, model) of this run where the model is outside ``APPLICABLE_MODELS``."""
+        from app.generation.registry.render import model_allowed
+        from app.llm.spec import parse_model
+
+        out = []
+        roles = [("candidate", self.config.model)]
+        if self.config.judge:
+            roles.append(("judge", self.config.judge))
+        for prompt_id in prompt_ids:
+            spec = self.registry.get(prompt_id)
+            is_judge = spec.category == "judge"
+            for role, model in roles:
+                if (role == "judge") != is_judge:
+                    continue
+                if not model_allowed(spec, parse_model(model)):
+                    out.append({"prompt": spec.qualified, "model": model, "role": role})
+        return out
 
     def judge_prompt_refs(self) -> dict[str, PromptRef]:
         out: dict[str, PromptRef] = {}

@@ -28,7 +28,7 @@ in a JSONL file beside a summary (one :class:`CaseResult` per line) without a ne
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -126,6 +126,10 @@ class RunMeta(Record):
     datasets: list[DatasetRef]
     thresholds: ThresholdsRef
     config: RunConfig
+    #: the retriever (bm25, or hybrid with its embedder and calibration constants)
+    retrieval: dict[str, Any] = Field(default_factory=dict)
+    #: (prompt, model, role) triples outside APPLICABLE_MODELS (--allow-unlisted-model)
+    unlisted_models: list[dict[str, str]] = Field(default_factory=list)
     shard: ShardInfo | None = None  # set on a shard's report; None on a whole or merged run
     merged_from: list[str] = Field(default_factory=list)  # run ids of the merged shards
 

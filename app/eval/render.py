@@ -74,6 +74,10 @@ def render_markdown(report: Report) -> str:
         f"- cases: {totals.cases_done}/{totals.cases_planned}"
         f"; judge errors: {totals.judge_errors}; cost ${totals.cost_usd:.4f}",
     ]
+    from app.eval.model_notes import unlisted_note
+
+    if note := unlisted_note(meta):
+        lines.append(f"- {note}")
     if report.partial:
         lines.append(f"- **PARTIAL**: {report.partial_reason}")
     for warning in judge.warnings:

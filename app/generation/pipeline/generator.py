@@ -5,7 +5,7 @@
     question + history
       → injection check (refuse / clean / alert)                 app.generation.pipeline.safety
       → rewrite (trigger, window, prompt, guard, cache)           app.generation.pipeline.rewrite
-      → ACL-filtered BM25, rewritten + original query, merged,    app.retrieval
+      → ACL-filtered BM25 + dense, rewritten + original query,    app.retrieval(.hybrid)
         de-duplicated by chunk id, reranked
       → score-aware assembly (no_hits / refusal / strict / assisted)  app.generation.pipeline.assembly
       → summary memory within max_tokens − prompt length          app.generation.pipeline.memory
@@ -52,6 +52,7 @@ from app.generation.registry import PromptRegistry, RenderedPrompt, load_registr
 from app.llm.tokens import get_counter
 from app.llm.types import Completion, EngineLike, Message, coerce_history
 from app.paths import kb_dir
+from app.retrieval.hybrid import make_retriever
 from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import KnowledgeBase, load_kb
 from app.retrieval.rerank import Reranker, get_reranker, merge_hits
@@ -113,7 +114,9 @@ class Pipeline:
         self.engine = engine
         self.kb = kb if kb is not None else load_kb(self.config.kb_path or kb_dir())
         self.registry = registry if registry is not None else load_registry()
-        self.retriever = Retriever(self.kb)
+        self.retriever: Retriever = make_retriever(
+            self.kb, self.config.retriever, self.config.embedder
+        )
         self.reranker = reranker or get_reranker(self.config.reranker, self.retriever)
         self.counter = get_counter(self.config.token_counter)
         self.rewriter = Rewriter(
@@ -166,7 +169,13 @@ class Pipeline:
             raise RuntimeError(  # a bug: planned_prompts() must list what the runtime renders
                 f"internal error: {prompt_id} for {model} is not in planned_prompts()"
             )
-        return self.registry.render(prompt_id, model=model, variables=variables, history=history)
+        return self.registry.render(
+            prompt_id,
+            model=model,
+            variables=variables,
+            history=history,
+            allow_unlisted=self.config.allow_unlisted_model,
+        )
 
     # -- model calls -----------------------------------------------------------------------
     async def _call(
@@ -194,7 +203,7 @@ class Pipeline:
                 prompt_id,
                 variables,
                 temperature=0.0,
-                max_tokens=256,
+                max_tokens=min(256, self.config.max_answer_tokens),
                 purpose="rewrite",
                 metadata={"history": conversation},
             )
@@ -213,7 +222,7 @@ class Pipeline:
                 prompt,
                 {"summary": summary, "new_lines": new_lines},
                 temperature=0.0,
-                max_tokens=256,
+                max_tokens=min(256, self.config.max_answer_tokens),
                 purpose="summary",
                 stop=("\n\n",),
             )

@@ -147,6 +147,7 @@ class PromptRegistry:
         variables: Mapping[str, Any] | None = None,
         history: Sequence[Message | Mapping[str, str]] | None = None,
         chat_format: str = "auto",
+        allow_unlisted: bool = False,
     ) -> RenderedPrompt:
         return render_spec(
             self.get(name),
@@ -154,6 +155,7 @@ class PromptRegistry:
             variables=variables,
             history=history,
             chat_format=chat_format,
+            allow_unlisted=allow_unlisted,
         )
 
 

@@ -111,12 +111,16 @@ def render_spec(
     variables: Mapping[str, Any] | None = None,
     history: Iterable[object] | None = None,
     chat_format: str = "auto",
+    allow_unlisted: bool = False,
 ) -> RenderedPrompt:
+    """``allow_unlisted``: render for a model outside ``APPLICABLE_MODELS`` instead of
+    refusing (``--allow-unlisted-model``; the run records it, see app.eval.runner)."""
     ref = parse_model(model)
-    if not model_allowed(spec, ref):
+    if not allow_unlisted and not model_allowed(spec, ref):
         raise PromptError(
             f"{spec.qualified} is not for model {ref.model!r}; APPLICABLE_MODELS = "
-            f"{list(spec.applicable_models)}. Pick one of those or write a version for this model."
+            f"{list(spec.applicable_models)}. Pick one of those, write a version for this "
+            "model, or try it anyway with --allow-unlisted-model (the run says so)."
         )
     given = {k: v if isinstance(v, str) else str(v) for k, v in (variables or {}).items()}
     unexpected = sorted(set(given) - spec.variables)

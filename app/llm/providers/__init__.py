@@ -82,3 +82,14 @@ def request_payload(spec: ProviderSpec, request: ChatRequest) -> dict[str, Any]:
     provider's ``generate`` uses, so it is exactly what goes on the wire (never a key or
     an auth header: those are the SDK's, from the environment)."""
     return provider_class(spec).payload(request, model=spec.model, base_url=spec.base_url)
+
+
+def _register_local() -> None:
+    from app.llm.providers.local import LocalProvider
+
+    register_provider(
+        "local", LocalProvider, "the local model tier of `make local-model`, e.g. local:smollm2"
+    )
+
+
+_register_local()

