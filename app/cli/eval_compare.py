@@ -76,6 +76,12 @@ def compare(
 @click.option("--model", default=None, help="Candidate model (default: the harness default).")
 @click.option("--judge", default=None, help="Judge model (default: the harness default).")
 @click.option("--concurrency", type=int, default=None)
+@click.option("--max-tokens", type=click.IntRange(1), default=None, help="Cap every generation.")
+@click.option(
+    "--allow-unlisted-model",
+    is_flag=True,
+    help="Run a model outside the prompts' APPLICABLE_MODELS (the table says so).",
+)
 @click.option("--format", "fmt", type=_FORMATS, default="md", show_default=True)
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a metric is ❌.")
 @click.option("--out-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
@@ -88,6 +94,8 @@ def diff_prompt(
     model: str | None,
     judge: str | None,
     concurrency: int | None,
+    max_tokens: int | None,
+    allow_unlisted_model: bool,
     fmt: str,
     fail_on_regression: bool,
     out_dir: Path | None,
@@ -108,6 +116,8 @@ def diff_prompt(
         judge=judge,
         concurrency=concurrency,
         out_dir=out_dir,
+        max_tokens=max_tokens,
+        allow_unlisted_model=allow_unlisted_model,
     )
     _emit(comparison, fmt, out)
     _finish(comparison, fail_on_regression)
@@ -140,6 +150,8 @@ def run_diff_prompt(
     judge: str | None = None,
     concurrency: int | None = None,
     out_dir: Path | None = None,
+    max_tokens: int | None = None,
+    allow_unlisted_model: bool = False,
 ) -> Comparison:
     """Run both versions on the same cases (one shared response cache) and compare them.
 
@@ -167,6 +179,10 @@ def run_diff_prompt(
         extra["judge"] = None if judge.lower() == "none" else judge
     if concurrency is not None:
         extra["concurrency"] = concurrency
+    if max_tokens is not None:
+        extra["max_tokens"] = max_tokens
+    if allow_unlisted_model:
+        extra["allow_unlisted_model"] = True
     outcomes = []
     for q in (base_q, new_q):
         click.echo(f"diff-prompt: running {suite} with {q} …", err=True)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from app.errors import ReportError
 from app.eval import stats_tests
+from app.eval.answer_delta import answer_delta
 from app.eval.compare.rows import (
     COST_GROUPS,
     REFUSAL_RATE,
@@ -132,6 +133,13 @@ def compare_reports(
         rows=tuple(rows),
         tag_regressions=tuple(tags),
         notes=tuple(notes),
+        answers=answer_delta(
+            base.model_dump(mode="json"),
+            new.model_dump(mode="json"),
+            paired_ids,
+            base_name,
+            new_name,
+        ),
         alpha=alpha,
     )
 

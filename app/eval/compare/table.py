@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from app.eval import stats_tests
+from app.eval.answer_delta import AnswerDelta
 
 Verdict = Literal["better", "within_noise", "review", "regression", "red_line", "no_data"]
 
@@ -85,6 +86,7 @@ class Comparison:
     rows: tuple[MetricDelta, ...]
     tag_regressions: tuple[TagRegression, ...]
     notes: tuple[str, ...] = field(default=())
+    answers: AnswerDelta | None = None  # answers changed k of N, offline-wording note
     alpha: float = stats_tests.ALPHA
     methods: str = stats_tests.METHODS
 
