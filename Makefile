@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test unit eval lint lint-workflows format typecheck bench schema clean local-model local-model-stop
+.PHONY: help setup test unit eval lint lint-workflows format typecheck bench schema clean local-model local-model-stop test-local-model
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -58,6 +58,9 @@ bench: $(STAMP) ## benchmarks (registry discovery, engine throughput, chaos nigh
 LOCAL_MODEL_PORT ?= 8012
 local-model: $(STAMP) ## start SmolLM2-135M (llama.cpp via node-llama-cpp, 1 thread) on 127.0.0.1:$(LOCAL_MODEL_PORT)
 	@$(BIN)/python -m app.llm.local_server start --port $(LOCAL_MODEL_PORT)
+
+test-local-model: $(STAMP) ## the end-to-end test through the real local model (starts/stops its own server)
+	RAG_LOCAL_MODEL_E2E=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/e2e/test_local_model.py
 
 local-model-stop: ## stop the server `make local-model` started
 	@$(BIN)/python -m app.llm.local_server stop

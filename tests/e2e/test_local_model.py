@@ -28,14 +28,15 @@ from app.llm.local_server import LocalModelServer
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Runs under CI (CI=true, a machine of its own) or with RAG_LOCAL_MODEL_E2E=1. Skipped in
-# developers' plain `make test` on the shared 2-core box: one thread of prompt evaluation there
-# runs at ~20-25 tok/s (AVX without AVX2, load ~9), i.e. minutes for this test. The skip says so.
-_RUN = bool(os.environ.get("CI") or os.environ.get("RAG_LOCAL_MODEL_E2E"))
+# Opt-in (RAG_LOCAL_MODEL_E2E=1, or `make test-local-model`): on this shared 2-core box one
+# thread of prompt evaluation runs at ~20-25 tok/s (AVX without AVX2, load ~9), i.e. minutes for
+# this test, and its 120 s budget of `make test` has not been verified on an idle machine yet.
+# The skip says so; it is not a pass.
+_RUN = bool(os.environ.get("RAG_LOCAL_MODEL_E2E"))
 pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="node not installed"),
     pytest.mark.skipif(
-        not _RUN, reason="local-model e2e: set RAG_LOCAL_MODEL_E2E=1 (CI sets CI=true)"
+        not _RUN, reason="local-model e2e not run: RAG_LOCAL_MODEL_E2E=1 / make test-local-model"
     ),
 ]
 
