@@ -9,9 +9,10 @@ never mistaken for a hosted one's. Registered in :mod:`app.llm.providers` with
 
 from __future__ import annotations
 
+# app.llm.local_server (httpx) is imported only when a local provider is used: registering
+# the family must not load anything an offline run does not need
 from typing import Any
 
-from app.llm.local_server import default_url
 from app.llm.providers.openai import OpenAIProvider
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest
@@ -21,8 +22,12 @@ class LocalProvider(OpenAIProvider):
     family = "local"
 
     def __init__(self, spec: ProviderSpec) -> None:
+        from app.llm.local_server import default_url
+
         super().__init__(ProviderSpec(family="openai", model=spec.model, base_url=default_url()))
 
     @classmethod
     def payload(cls, request: ChatRequest, *, model: str, base_url: str | None) -> dict[str, Any]:
+        from app.llm.local_server import default_url
+
         return super().payload(request, model=model, base_url=base_url or default_url())
