@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import ReportError
-from app.eval.report import atomic_write_text, load_report
 from app.generation.registry.rules import Violation
 from app.paths import repo_root
 
@@ -74,6 +73,10 @@ def record_baseline(
     ``prompt`` may be qualified (``system/kb_qa_v2``) or a prompt id; the report must have
     run that version (its ``meta.prompts`` says so), be complete and schema-valid.
     """
+    # imported here: `rag prompts check` (check_header_baselines) needs none of the report
+    # and statistics code (numpy, the report models)
+    from app.eval.report import atomic_write_text, load_report
+
     report = load_report(report_path)
     if report.partial:
         raise ReportError(f"{report_path} is a partial report: record a complete run")

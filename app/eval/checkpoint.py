@@ -100,7 +100,7 @@ class Checkpoint:
 
 
 def _case_json(result: CaseResult) -> str:
-    from app.eval.report import assert_no_nan
+    from app.eval.report import check_finite
 
-    assert_no_nan(result.model_dump(), f"case {result.id}")
+    check_finite(result.model_dump(), f"case {result.id}")
     return result.model_dump_json()

@@ -16,6 +16,10 @@ from typing import Any
 import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
+# Resample index matrices are drawn this many cells at a time (8 bytes each: 16 MB), so a
+# bootstrap of 10,000 cases needs 16 MB, not resamples × n × 8 = 160 MB. Successive draws
+# from one Generator give the same stream as one big draw: the CI is bit-identical.
+BOOTSTRAP_CHUNK_CELLS = 2_000_000
 
 _FIXED_EDGES: dict[str, list[float]] = {
     "score 1-5": [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0],
@@ -49,12 +53,24 @@ def bootstrap_ci(
     """95 % percentile bootstrap CI of the mean; ``None`` for fewer than two values."""
     if len(values) < 2:
         return None
-    rng = np.random.default_rng(seed)
-    arr = np.asarray(values, dtype=float)
-    idx = rng.integers(0, len(arr), size=(resamples, len(arr)))
-    means = arr[idx].mean(axis=1)
+    means = bootstrap_means(np.asarray(values, dtype=float), resamples=resamples, seed=seed)
     lo, hi = np.quantile(means, [0.025, 0.975])
     return [float(lo), float(hi)]
+
+
+def bootstrap_means(arr: Any, *, resamples: int, seed: int) -> Any:
+    """The means of ``resamples`` bootstrap resamples of ``arr`` (seeded), drawn in chunks
+    of at most :data:`BOOTSTRAP_CHUNK_CELLS` indices: memory stays bounded whatever the
+    number of cases, and the result equals one ``(resamples, n)`` draw exactly."""
+    rng = np.random.default_rng(seed)
+    n = len(arr)
+    rows = max(1, BOOTSTRAP_CHUNK_CELLS // max(1, n))
+    means = np.empty(resamples, dtype=float)
+    for start in range(0, resamples, rows):
+        stop = min(resamples, start + rows)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = arr[idx].mean(axis=1)
+    return means
 
 
 def stable_seed(*parts: object) -> int:

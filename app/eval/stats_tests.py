@@ -73,10 +73,10 @@ def bootstrap_ci(
     _check_paired(base, new)
     import numpy as np
 
+    from app.eval.stats import bootstrap_means
+
     diffs = np.asarray(new, dtype=float) - np.asarray(base, dtype=float)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
-    means = diffs[idx].mean(axis=1)
+    means = bootstrap_means(diffs, resamples=resamples, seed=seed)  # memory-bounded
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail])
     return float(lo), float(hi)

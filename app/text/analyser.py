@@ -50,10 +50,36 @@ def has_cjk(text: str) -> bool:
 
 @functools.cache
 def ensure_jieba() -> ModuleType:
-    """The jieba module, its dictionary loaded (~0.7 s, once per process)."""
-    import jieba
+    """The jieba module, its dictionary loaded (once per process).
 
+    * jieba's ``_compat`` imports ``pkg_resources`` (≈ 0.5 s) only to open its own
+      dictionary file; with that import refused it opens the file by path (its own
+      fallback), so it is imported with ``pkg_resources`` hidden.
+    * jieba parses the dictionary once per machine and keeps the result in a cache file
+      (later processes read it instead of parsing): under ``$RAG_CACHE_DIR/jieba`` when
+      that is set, else jieba's default (the system temp folder). app.text is the ground
+      floor, so it reads the variable itself rather than importing app.paths.
+    """
+    import os
+    import sys
+
+    hidden = "pkg_resources" not in sys.modules
+    if hidden:
+        sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # ImportError
+    try:
+        import jieba
+    finally:
+        if hidden:
+            del sys.modules["pkg_resources"]
     jieba.setLogLevel(logging.WARNING)
+    env = os.environ.get("RAG_CACHE_DIR")
+    if env:
+        folder = os.path.join(env, "jieba")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            jieba.dt.tmp_dir = folder
+        except OSError:  # a read-only cache folder: jieba's default (the system temp folder)
+            pass
     jieba.initialize()
     module: ModuleType = jieba
     return module

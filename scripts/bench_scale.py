@@ -1,0 +1,197 @@
+"""Benchmark: scale rows of issue 14, each a whole process, measured in this run.
+
+Rows (targets from issue 14; ratio = measured ÷ target, ≤ 1 meets it):
+
+* a 10,000-case offline run (``scripts/gen_bench_cases.py`` → ``.cache/bench``; run by
+  ``scripts/run_dataset_file.py`` through the runner API): end to end, after the last case,
+  peak RSS;
+* ``rag eval compare`` of two 10,000-case reports (the run's report and a copy with a
+  deterministic shift of some judge scores): time and peak RSS;
+* ``rag report html`` of the 10,000-case report;
+* a warm rerun of smoke with every answer cached (whole process; provider calls = 0);
+* ``rag prompts check`` on 200 generated modules, as a process.
+
+``--cases N`` runs fewer cases (targets are for 10,000; a smaller run prints no verdict
+for the scale rows). ``--strict`` exits 1 on a miss. The load average is printed: the
+machine is shared, and only ratios of rows measured in the same run compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+BIN = Path(sys.executable).parent
+RAG = str(BIN / "rag") if (BIN / "rag").exists() else "rag"
+
+TARGETS = {  # issue 14
+    "run_total_s": 30.0,
+    "run_after_last_s": 2.0,
+    "run_peak_rss_mb": 300.0,
+    "compare_s": 2.0,
+    "compare_rss_mb": 200.0,
+    "html_s": 3.0,
+    "warm_smoke_s": 1.0,
+    "prompts_check_s": 0.3,
+}
+
+
+_WRAP = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "rc = subprocess.call(sys.argv[1:])\n"
+    "t = time.perf_counter() - t\n"
+    "print(t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(rc)\n"
+)
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """(seconds, peak RSS MB, stdout) of one child process (its RSS from a one-child
+    wrapper's RUSAGE_CHILDREN, so other children of this script do not count)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAP, *cmd], capture_output=True, env=env, cwd=ROOT, text=True
+    )
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    seconds, rss = proc.stderr.strip().splitlines()[-1].split()
+    return float(seconds), int(rss) / 1024, proc.stdout
+
+
+def shifted_copy(src: Path, dest: Path) -> None:
+    """A second report of the same cases: every 7th case's judge scores one point lower."""
+    data = json.loads(src.read_text(encoding="utf-8"))
+    judges = {k for k, v in data["metrics"].items() if v["kind"] == "judge"}
+    for i, case in enumerate(data["cases"]):
+        if i % 7 == 0:
+            for name in judges & set(case["metrics"]):
+                value = case["metrics"][name]["value"]
+                if value is not None:
+                    case["metrics"][name]["value"] = max(1.0, value - 1.0)
+    data["run_id"] = data["run_id"][:-6] + "bbbbbb"
+    dest.write_text(json.dumps(data), encoding="utf-8")
+
+
+def row(name: str, value: float, unit: str, key: str | None, misses: list[str]) -> None:
+    if key is None:
+        print(f"  {name}: {value:.2f} {unit} (no target at this size)")
+        return
+    target = TARGETS[key]
+    ok = value <= target
+    print(
+        f"  {name}: {value:.2f} {unit}; target ≤ {target:g}; ratio {value / target:.2f} "
+        f"{'ok' if ok else 'MISS'}"
+    )
+    if not ok:
+        misses.append(name)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--cases", type=int, default=10_000)
+    args = ap.parse_args()
+    full = args.cases >= 10_000
+    print(
+        f"load average at start: {' '.join(os.getloadavg().__repr__()[1:-1].split(', '))} "
+        f"on {os.cpu_count()} cores"
+    )
+    misses: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        env = {**os.environ, "RAG_CACHE_DIR": str(t / "cache")}
+        # --- prompts check, 200 modules (a process)
+        from scripts.bench_registry import generate
+
+        prompts = t / "prompts"
+        generate(prompts)
+        best = min(
+            timed([RAG, "prompts", "check", "--root", str(prompts)], env)[0] for _ in range(3)
+        )
+        row(
+            "rag prompts check, 200 modules, process (best of 3)",
+            best,
+            "s",
+            "prompts_check_s",
+            misses,
+        )
+        # --- warm smoke rerun, all cached
+        out = t / "smoke"
+        smoke = [RAG, "eval", "run", "--suite", "smoke", "--quiet", "--out", str(out)]
+        timed(smoke, env)
+        warm, _, _ = timed(smoke, env)
+        newest = max(out.glob("eval_*.json"), key=lambda p: p.stat().st_mtime)
+        engine = json.loads(newest.read_text(encoding="utf-8"))["totals"]["engine"] or {}
+        row("warm rerun of smoke, all cached, process", warm, "s", "warm_smoke_s", misses)
+        print(
+            f"    provider calls in the warm rerun: {engine.get('calls')} "
+            f"(cache hits {engine.get('cache_hits')})"
+        )
+        if engine.get("calls"):
+            misses.append("warm rerun made provider calls")
+        # --- the N-case run
+        gen = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "scripts" / "gen_bench_cases.py"),
+                "--cases",
+                str(args.cases),
+                "--out",
+                str(ROOT / ".cache" / "bench"),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        dataset = Path(gen.stdout.strip())
+        _, rss, stdout = timed(
+            [
+                sys.executable,
+                str(ROOT / "scripts" / "run_dataset_file.py"),
+                str(dataset),
+                str(t / "big"),
+            ],
+            env,
+        )
+        res = json.loads(stdout.strip().splitlines()[-1])
+        n = res["cases"]
+        print(f"  {n}-case offline run ({res['calls']} offline provider calls):")
+        row("  end to end", res["total_s"], "s", "run_total_s" if full else None, misses)
+        row(
+            "  after the last case",
+            res["after_last_s"],
+            "s",
+            "run_after_last_s" if full else None,
+            misses,
+        )
+        row("  peak RSS", rss, "MB", "run_peak_rss_mb" if full else None, misses)
+        report = Path(res["report"])
+        report = report if report.is_absolute() else ROOT / report
+        other = t / "other.json"
+        shifted_copy(report, other)
+        secs, rss, _ = timed([RAG, "eval", "compare", str(report), str(other)], env)
+        row(
+            f"rag eval compare of two {n}-case reports",
+            secs,
+            "s",
+            "compare_s" if full else None,
+            misses,
+        )
+        row("  its peak RSS", rss, "MB", "compare_rss_mb" if full else None, misses)
+        secs, _, _ = timed([RAG, "report", "html", str(report), "-o", str(t / "r.html")], env)
+        row(f"rag report html of a {n}-case report", secs, "s", "html_s" if full else None, misses)
+    print(f"load average at end: {os.getloadavg()[0]:.2f} (machine shared by other workers)")
+    if misses:
+        print(f"scale: {len(misses)} target(s) missed: {', '.join(misses)}")
+    return 1 if (args.strict and misses) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Run one dataset file offline through the runner API and print its timings as JSON.
+
+Used by ``scripts/bench_scale.py`` as a child process (so its peak RSS is the run's own):
+``python scripts/run_dataset_file.py FILE OUT_DIR``. ``rag eval run`` takes a suite name
+only, so the runner's suite loader is pointed at FILE here.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+T0 = time.perf_counter()
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    file, out_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    from app.eval import runner
+    from app.eval.config import RunConfig
+    from app.eval.datasets import load_dataset_file
+
+    runner.load_suite = lambda name, *a, **k: load_dataset_file(file)  # type: ignore[assignment]
+    last: dict[str, float] = {}
+
+    def on_progress(p: object) -> None:
+        if getattr(p, "done", 0) == getattr(p, "total", -1):
+            last.setdefault("t", time.perf_counter())
+
+    cfg = RunConfig(suite=file.stem.split("_v")[0], cache=False, concurrency=16)
+    outcome = runner.run_sync(cfg, out_dir=out_dir, on_progress=on_progress, write=True)
+    end = time.perf_counter()
+    print(
+        json.dumps(
+            {
+                "cases": len(outcome.report.cases),
+                "total_s": end - T0,
+                "after_last_s": end - last.get("t", end),
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "report": str(outcome.path),
+                "calls": outcome.calls,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

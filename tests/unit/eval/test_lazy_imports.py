@@ -1,0 +1,40 @@
+"""Paths that do not need heavy code do not import it (issue 14), each in a fresh process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _modules_after(code: str, env: dict[str, str] | None = None) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sys.modules))"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=120,
+    ).stdout
+    return set(out.split())
+
+
+def test_the_baseline_header_check_needs_no_report_or_statistics_code() -> None:
+    mods = _modules_after("from app.eval.baseline import check_header_baselines")
+    assert "app.eval.baseline" in mods
+    assert not {"numpy", "scipy", "app.eval.report", "app.eval.stats"} & mods
+
+
+def test_jieba_loads_without_pkg_resources_and_caches_in_the_cache_dir(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "RAG_CACHE_DIR": str(tmp_path)}
+    mods = _modules_after(
+        "from app.text.analyser import ensure_jieba, tokenize\nassert tokenize('年假怎么请') != []",
+        env,
+    )
+    assert "jieba" in mods and "pkg_resources" not in mods
+    assert (tmp_path / "jieba" / "jieba.cache").is_file()
