@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test unit eval lint lint-workflows format typecheck bench schema clean local-model local-model-stop test-local-model
+.PHONY: help setup chromium screenshots test unit eval lint lint-workflows format typecheck bench schema clean local-model local-model-stop test-local-model
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -20,12 +20,29 @@ $(STAMP): pyproject.toml tools/node/package-lock.json
 	  else echo "npm not found: the workflow-linter and local-model tests will be skipped"; fi
 	@touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install the project with its dev tools
+setup: $(STAMP) chromium ## create .venv and install the project with its dev tools
 
-test: $(STAMP) ## set-up + every test that needs no API key (suite reports in .cache/test-reports)
+# Debian's chromium for the browser tests (tests/support/browser.py); never `playwright install`.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	  elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "chromium could not be installed: the browser tests will be skipped"; \
+	  else echo "no /usr/bin/chromium and not root: the browser tests will be skipped"; fi
+	@# a CJK font (and emoji), or Chinese text renders as boxes in the viewer's browser tests/screenshots
+	@if [ -x /usr/bin/chromium ] && command -v fc-list >/dev/null && [ -z "$$(fc-list :lang=zh)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-zenhei fonts-noto-color-emoji >/dev/null) \
+	      || echo "no CJK font could be installed: Chinese renders as boxes in screenshots"; \
+	  else echo "no CJK font and not root: Chinese renders as boxes in screenshots"; fi; fi
+
+test: $(STAMP) chromium ## set-up + every test that needs no API key (suite reports in .cache/test-reports)
 	@rm -rf .cache/test-reports
-	@RAG_EVAL_OUT=.cache/test-reports $(BIN)/python -m pytest -q -m "not live" -p no:cacheprovider; rc=$$?; \
+	@RAG_EVAL_OUT=.cache/test-reports $(BIN)/python -m pytest -q -rs -m "not live" -p no:cacheprovider; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests ran (pytest exit 5): not a failure"; exit 0; fi; exit $$rc
+
+screenshots: $(STAMP) chromium ## re-take the README's viewer screenshots (docs/img/) in the browser test
+	RAG_VIEWER_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests/e2e/test_e2e_viewer.py
 
 unit: $(STAMP) ## unit tests only
 	$(BIN)/python -m pytest -q tests/unit -m "not live" -p no:cacheprovider

@@ -20,7 +20,7 @@ from app.errors import UserError
 if TYPE_CHECKING:
     from app.eval.compare import Comparison
 
-_FORMATS = click.Choice(["md", "json"])
+_FORMATS = click.Choice(["md", "json", "html"])
 
 
 def _emit(comparison: Comparison, fmt: str, out: Path | None) -> None:
@@ -60,11 +60,31 @@ def compare(
 
     Cases are paired by id; continuous metrics use Wilcoxon signed-rank + a paired
     bootstrap CI, rates use exact McNemar, and a Brown–Forsythe test flags variance growth.
+    ``--format html`` writes the viewer's compare page (the delta table, then every case's
+    two answers side by side with a word diff) to OUT (default:
+    compare_<base>_vs_<new>.html beside NEW) and one page per case in OUT's _cases/ folder.
     """
-    from app.eval.compare import compare_files
+    from app.eval.compare import compare_files, compare_reports
 
-    comparison = compare_files(base, new, allow_ruler_change=allow_ruler_change)
-    _emit(comparison, fmt, out)
+    if fmt != "html":
+        comparison = compare_files(base, new, allow_ruler_change=allow_ruler_change)
+        _emit(comparison, fmt, out)
+        _finish(comparison, fail_on_regression)
+        return
+    from app.eval.report import load_report
+    from app.view.export import export_compare
+
+    base_report, new_report = load_report(base), load_report(new)
+    comparison = compare_reports(
+        base_report,
+        new_report,
+        base_name=str(base),
+        new_name=str(new),
+        allow_ruler_change=allow_ruler_change,
+    )
+    target = out or new.with_name(f"compare_{base.stem}_vs_{new.stem}.html")
+    written = export_compare(base_report, new_report, comparison, target)
+    click.echo(f"{target} (+ {len(written) - 1} case pages in {target.stem}_cases/)")
     _finish(comparison, fail_on_regression)
 
 
@@ -82,7 +102,7 @@ def compare(
     is_flag=True,
     help="Run a model outside the prompts' APPLICABLE_MODELS (the table says so).",
 )
-@click.option("--format", "fmt", type=_FORMATS, default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a metric is ❌.")
 @click.option("--out-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
 @click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), default=None)

@@ -1,8 +1,9 @@
 """``rag report``: render a JSON evaluation report as HTML or markdown.
 
-The renderers (and the HTML template) live in :mod:`app.eval.render`, next to the
-markdown summary; this module only reads the file (:func:`app.eval.report.load_report`,
-which refuses a malformed report with exit 2) and writes the page.
+``html`` writes the viewer's run page and one page per case (:mod:`app.view.export`, the
+same pages ``rag view`` serves); ``md`` prints the markdown summary
+(:mod:`app.eval.render`). Both read the file with :func:`app.eval.report.load_report`,
+which refuses a malformed report with exit 2.
 """
 
 from __future__ import annotations
@@ -24,17 +25,18 @@ def cli() -> None:
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Default: REPORT with .html.",
+    help="Default: REPORT with .html (case pages go in the folder <name>_cases/ beside it).",
 )
 def html_cmd(report: Path, output: Path | None) -> None:
-    """Write REPORT as a self-contained HTML page."""
-    from app.eval.render import render_html
-    from app.eval.report import atomic_write_text, load_report
+    """Write REPORT as static viewer pages: the run (summary, filterable case table) and
+    one page per case (golden answer, retrieved chunks, judge reasoning, …)."""
+    from app.eval.report import load_report
+    from app.view.export import export_run
 
     data = load_report(report)
     out = output or report.with_suffix(".html")
-    atomic_write_text(out, render_html(data))
-    click.echo(str(out))
+    written = export_run(data, out)
+    click.echo(f"{out} (+ {len(written) - 1} case pages in {out.stem}_cases/)")
 
 
 @cli.command("md")

@@ -73,7 +73,10 @@ def test_report_html(report_path: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert rc == 0 and str(out) in stdout
     html = out.read_text(encoding="utf-8")
     run_id = json.loads(report_path.read_text(encoding="utf-8"))["run_id"]
-    assert run_id in html and "mini-003" in html and "<script" not in html
+    assert run_id in html and '"id":"mini-003"' in html
+    # one page per case beside it, each linking back to the run page
+    cases = sorted((tmp_path / "r_cases").glob("mini-003-*.html"))
+    assert len(cases) == 1 and 'href="../r.html"' in cases[0].read_text(encoding="utf-8")
 
 
 def test_eval_group_lists_lazy_commands(capsys: pytest.CaptureFixture[str]) -> None:

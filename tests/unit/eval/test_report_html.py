@@ -1,4 +1,4 @@
-"""The HTML report draws each metric's histogram next to its mean (seed 004: not the mean alone)."""
+"""The HTML run page (app.view) draws each metric's histogram next to its mean (seed 004: not the mean alone)."""
 
 from __future__ import annotations
 
@@ -24,34 +24,22 @@ def test_no_bars_without_a_usable_histogram() -> None:
     assert bars(h([0.0, 1.0], [1, 2])) == []  # inconsistent shape
 
 
-def test_the_page_shows_the_reports_own_bad_cases_and_every_case() -> None:
+def test_the_run_page_lists_every_case_with_the_reports_own_bad_cases() -> None:
+    import json
+    import re
     from pathlib import Path
 
-    from app.eval.render import render_html
     from app.eval.report import load_report
+    from app.view.pages import run_page
 
     report = load_report(Path(__file__).parents[2] / "data" / "reports" / "v1_adversarial.json")
-    page = render_html(report)
-    assert f"<h2>Bad cases ({len(report.bad_cases)})</h2>" in page
-    # adv-002: a judge score and a refusal error, both quality reasons (not marked as fails)
-    assert (
-        '<a href="#adv-002">adv-002</a>: <span class="">correctness = 1.00 &lt; 3</span>; '
-        '<span class="">refusal error (false_refusal)</span>'
-    ) in page
-    assert all(f'<details id="{c.id}">' in page for c in report.cases)
+    page = run_page(report, {c.id: f"{c.id}.html" for c in report.cases})
+    rows = json.loads(re.search(r'id="rows">(.*?)</script>', page, re.S)[1])  # type: ignore[index]
+    assert [row["id"] for row in rows] == [c.id for c in report.cases]
+    adv2 = next(row for row in rows if row["id"] == "adv-002")
+    # adv-002: a judge score and a refusal error, both quality reasons (not hard failures)
+    assert adv2["verdict"] == "bad-quality"
+    assert adv2["why"] == ["correctness = 1.00 < 3", "refusal error (false_refusal)"]
     assert page.count('<td class="hist"><span style="height:') == sum(
         1 for d in report.summary.values() if d.histogram.counts and max(d.histogram.counts)
     )
-
-
-def test_a_hard_reason_is_marked_as_a_failure() -> None:
-    from app.eval.render import render_html
-    from tests.support import reports as r
-
-    leak = r.info("lower", red_line=True)
-    report = r.report(
-        [r.case("kb-001", {"acl_leak": 1.0}, red_lines=["acl_leak"])], {"acl_leak": leak}
-    )
-    page = render_html(report)
-    assert '<a href="#kb-001">kb-001</a>: <span class="fail">red line acl_leak</span>' in page
-    assert '<span class="fail">RED LINE acl_leak</span>' in page

@@ -1,0 +1,221 @@
+"""The viewer's HTML pages, rendered with Jinja2 (autoescape on: a case's text is always
+text) from the templates beside this module; CSS and JS are inlined so a page exported as
+a file works alone. The case tables carry compact rows as JSON (``<`` escaped) that
+``static/view.js`` filters, sorts and pages — 50 rows in the DOM at a time.
+
+Every function takes the links it needs, so the same page serves ``rag view`` (URLs) and
+the static export (relative file names).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from app.eval.compare import LABEL, Comparison
+from app.eval.compare.render import fmt_delta, fmt_p, fmt_value
+from app.eval.records import Report
+from app.eval.render import bars
+from app.text import has_cjk
+from app.view.diff import word_diff
+from app.view.model import (
+    RunEntry,
+    _direction,
+    case_rows,
+    case_view,
+    compare_rows,
+    fmt_cost,
+    fmt_num,
+    priced,
+    run_row,
+)
+
+__all__ = ["case_page", "compare_case_page", "compare_page", "run_page", "runs_page"]
+
+HERE = Path(__file__).parent
+VERDICT_LABEL = {"pass": "✅ pass", "fail": "❌ FAIL", "no_data": "· no data"}
+
+
+@cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(
+        css=Markup((HERE / "static" / "view.css").read_text(encoding="utf-8")),
+        js=Markup((HERE / "static" / "view.js").read_text(encoding="utf-8")),
+        fmt=fmt_num,
+        bars=bars,
+        verdict_label=VERDICT_LABEL,
+        home=None,
+        trend=None,
+    )
+    return env
+
+
+def json_script(data: object) -> Markup:
+    """JSON safe inside ``<script type="application/json">``: no ``<``, ``>``, ``&``."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _render(name: str, **context: Any) -> str:
+    return _env().get_template(name).render(**context)
+
+
+def _lang(texts: Sequence[str]) -> str:
+    return "zh" if any(has_cjk(t) for t in texts[:50]) else "en"
+
+
+def _tags(report: Report) -> tuple[list[str], list[str]]:
+    tags = sorted({t for c in report.cases for t in c.tags})
+    diffs = sorted({c.difficulty or "unspecified" for c in report.cases})
+    return tags, diffs
+
+
+# ---------------------------------------------------------------- pages
+
+
+def runs_page(
+    entries: Sequence[RunEntry],
+    folder: str,
+    run_href: Mapping[str, str],
+    compare_prefix: str,
+    trend: str | None = None,
+) -> str:
+    rows = []
+    for entry in entries:
+        row = run_row(entry)
+        row["href"] = run_href.get(entry.key, "")
+        rows.append(row)
+    return _render(
+        "runs.html", lang="en", folder=folder, runs=rows, compare_prefix=compare_prefix,
+        trend=trend,
+    )  # fmt: skip
+
+
+def run_page(report: Report, case_href: Mapping[str, str], home: str | None = None) -> str:
+    tags, diffs = _tags(report)
+    rows = case_rows(report, case_href)
+    spec = {"kind": "run", "metrics": list(report.metrics), "priced": priced(report), "page": 50}
+    return _render(
+        "run.html",
+        lang=_lang([c.question for c in report.cases]),
+        home=home,
+        r=report,
+        cost=fmt_cost(report.totals.cost_usd, priced(report)),
+        tags=tags,
+        difficulties=diffs,
+        metric_names=list(report.metrics),
+        rows_json=json_script(rows),
+        spec_json=json_script(spec),
+    )
+
+
+def case_page(report: Report, case_id: str, back: str, home: str | None = None) -> str | None:
+    case = report.case(case_id)
+    if case is None:
+        return None
+    view = case_view(report, case)
+    return _render(
+        "case.html",
+        lang=_lang([case.question]),
+        home=home,
+        back=back,
+        r=report,
+        c=case,
+        v=view,
+        bad=report.bad_case(case_id),
+        prompt_sent=None,  # the trace records version + hash, not the rendered messages
+        cost=fmt_cost(case.cost_usd, priced(report)),
+    )
+
+
+def _fmt_p(p: float | None) -> str:
+    return "—" if p is None else fmt_p(p).removeprefix("p=")
+
+
+def compare_page(
+    base: Report,
+    new: Report,
+    comparison: Comparison,
+    case_href: Mapping[str, str],
+    base_href: str,
+    new_href: str,
+    home: str | None = None,
+) -> str:
+    tags, diffs = _tags(new)
+    rows = compare_rows(base, new, case_href)
+    metric_names = [m for m in new.metrics if m in base.metrics]
+    spec = {"kind": "compare", "metrics": metric_names, "page": 50}
+    return _render(
+        "compare.html",
+        lang=_lang([c.question for c in new.cases]),
+        home=home,
+        base=base,
+        new=new,
+        cmp=comparison,
+        base_href=base_href,
+        new_href=new_href,
+        label=LABEL,
+        fmt_value=fmt_value,
+        fmt_delta=fmt_delta,
+        fmt_p=_fmt_p,
+        tags=tags,
+        difficulties=diffs,
+        metric_names=metric_names,
+        rows_json=json_script(rows),
+        spec_json=json_script(spec),
+    )
+
+
+def compare_case_page(
+    base: Report,
+    new: Report,
+    case_id: str,
+    back: str,
+    base_case_href: str,
+    new_case_href: str,
+    home: str | None = None,
+) -> str | None:
+    old, case = base.case(case_id), new.case(case_id)
+    if old is None or case is None:
+        return None
+    left, right = word_diff(old.answer or "", case.answer or "")
+    row = compare_rows(base.model_copy(update={"cases": [old]}), new.model_copy(update={"cases": [case]}), {case_id: ""})[0]  # fmt: skip
+    flags = [k.replace("_", " ") for k in ("changed", "improved", "regressed", "newly_refused", "newly_answered") if row[k]]  # fmt: skip
+    metrics = []
+    for name in new.metrics:
+        b, n = old.value(name), case.value(name)
+        d = row["d"].get(name)
+        sign = _direction(new, name)
+        cls = "" if d is None or abs(d) < 1e-9 or not sign else ("improved" if sign * d > 0 else "regressed")  # fmt: skip
+        metrics.append({"name": name, "base": b, "new": n, "delta": "no data" if d is None else f"{d:+.3f}", "cls": cls})  # fmt: skip
+    return _render(
+        "compare_case.html",
+        lang=_lang([case.question]),
+        home=home,
+        back=back,
+        base=base,
+        new=new,
+        cid=case_id,
+        question=case.question,
+        flags=flags,
+        left=left,
+        right=right,
+        metrics=metrics,
+        errors=[f"base: {e}" for e in old.errors] + [f"new: {e}" for e in case.errors],
+        base_case_href=base_case_href,
+        new_case_href=new_case_href,
+    )

@@ -1,0 +1,169 @@
+"""``rag view [DIR]``: the viewer as a local web server (stdlib ``http.server``), bound to
+127.0.0.1 only — no account, no upload, nothing leaves the machine.
+
+Routes (ids URL-quoted)::
+
+    /                                   runs in DIR
+    /run/<run>                          one run: summary + case table
+    /run/<run>/case/<case>              one case
+    /compare/<base>/<new>               delta table + per-case changes
+    /compare/<base>/<new>/case/<case>   both answers side by side, word diff
+    /trend                              metric means with 95 % CI per run, by prompt version
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+from app.errors import RagError, UserError
+from app.view import pages
+from app.view.model import RunStore
+
+__all__ = ["make_server", "serve"]
+
+HOST = "127.0.0.1"
+
+
+def q(text: str) -> str:
+    return quote(text, safe="")
+
+
+class Viewer:
+    """Routes a path to a page; ``None``: not found."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.store = RunStore(folder)
+
+    def page(self, path: str) -> tuple[int, str]:
+        parts = [unquote(p) for p in urlsplit(path).path.split("/") if p]
+        try:
+            html = self._route(parts)
+        except RagError as exc:
+            return HTTPStatus.UNPROCESSABLE_ENTITY, _message("cannot show this", str(exc))
+        if html is None:
+            return HTTPStatus.NOT_FOUND, _message("not found", "/" + "/".join(parts))
+        return HTTPStatus.OK, html
+
+    def _route(self, parts: list[str]) -> str | None:
+        from app.eval.compare import compare_reports
+
+        match parts:
+            case []:
+                entries = self.store.entries()
+                return pages.runs_page(
+                    entries,
+                    str(self.folder),
+                    {e.key: f"/run/{q(e.key)}" for e in entries},
+                    "/compare/",
+                    trend="/trend",
+                )
+            case ["trend"]:
+                from app.view.trend import trend_page
+
+                return trend_page(self.store.entries(), lambda k: f"/run/{q(k)}", home="/")
+            case ["run", key]:
+                entry = self.store.get(key)
+                if entry is None or entry.report is None:
+                    return None
+                r = entry.report
+                href = {c.id: f"/run/{q(key)}/case/{q(c.id)}" for c in r.cases}
+                return pages.run_page(r, href, home="/")
+            case ["run", key, "case", cid]:
+                entry = self.store.get(key)
+                if entry is None or entry.report is None:
+                    return None
+                return pages.case_page(entry.report, cid, back=f"/run/{q(key)}", home="/")
+            case ["compare", a, b, *rest]:
+                ea, eb = self.store.get(a), self.store.get(b)
+                if ea is None or eb is None or ea.report is None or eb.report is None:
+                    return None
+                base_url = f"/compare/{q(a)}/{q(b)}"
+                if rest == []:
+                    comparison = compare_reports(
+                        ea.report, eb.report, base_name=a, new_name=b, allow_ruler_change=True
+                    )
+                    href = {c.id: f"{base_url}/case/{q(c.id)}" for c in eb.report.cases}
+                    return pages.compare_page(
+                        ea.report, eb.report, comparison, href,
+                        f"/run/{q(a)}", f"/run/{q(b)}", home="/",
+                    )  # fmt: skip
+                if len(rest) == 2 and rest[0] == "case":
+                    cid = rest[1]
+                    return pages.compare_case_page(
+                        ea.report, eb.report, cid, back=base_url,
+                        base_case_href=f"/run/{q(a)}/case/{q(cid)}",
+                        new_case_href=f"/run/{q(b)}/case/{q(cid)}", home="/",
+                    )  # fmt: skip
+                return None
+        return None
+
+
+def _message(title: str, detail: str) -> str:
+    from markupsafe import escape
+
+    return (
+        f'<!doctype html><html lang="en"><meta charset="utf-8"><title>{escape(title)}</title>'
+        f'<body><h1>{escape(title)}</h1><p>{escape(detail)}</p><p><a href="/">runs</a></p></body></html>'
+    )
+
+
+def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "rag-view"
+
+        def do_GET(self) -> None:
+            status, html = viewer.page(self.path)
+            body = html.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header(
+                "Content-Security-Policy",
+                "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+                "img-src data:; form-action 'none'; base-uri 'none'",
+            )
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # quiet by default
+            return
+
+    return Handler
+
+
+def make_server(folder: Path, port: int = 0) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1 (``port=0``: a free port; read ``server.server_address``)."""
+    if not folder.is_dir():
+        raise UserError(f"{folder}: no such folder; pass the folder holding eval_*.json reports")
+    server = ThreadingHTTPServer((HOST, port), _handler(Viewer(folder)))
+    server.daemon_threads = True
+    return server
+
+
+def serve(folder: Path, port: int, on_ready: Callable[[str], None]) -> None:
+    """Serve until Ctrl-C."""
+    server = make_server(folder, port)
+    host, bound = server.server_address[:2]
+    on_ready(f"http://{host!s}:{bound}/")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def serve_in_thread(folder: Path) -> tuple[ThreadingHTTPServer, str]:
+    """For tests: a running server and its base URL; call ``shutdown()`` then ``server_close()``."""
+    server = make_server(folder, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    return server, f"http://{host!s}:{port}"

@@ -1,0 +1,136 @@
+// rag view: filter, search, sort and page the case rows embedded in the page as JSON.
+// Rows are rendered with textContent only: a case's text is never parsed as HTML.
+"use strict";
+(function () {
+  const data = document.getElementById("rows");
+  if (!data) return;
+  const spec = JSON.parse(document.getElementById("table-spec").textContent);
+  const rows = JSON.parse(data.textContent);
+  const PAGE = spec.page || 50;
+  const $ = (id) => document.getElementById(id);
+  const tbody = document.querySelector("#cases tbody");
+  const state = { sort: spec.sort || "id", dir: 1, page: 0, sel: 0, shown: [] };
+
+  function val(row, key) {
+    if (key in (row.m || {})) return row.m[key];
+    if (key in (row.d || {})) return row.d[key];
+    return row[key];
+  }
+  function cmp(a, b) {
+    const x = val(a, state.sort), y = val(b, state.sort);
+    if (x === y) return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    if (x === null || x === undefined) return 1;   // no data sorts last either way
+    if (y === null || y === undefined) return -1;
+    return (x < y ? -1 : 1) * state.dir;
+  }
+  function keep(row) {
+    const f = (id) => ($(id) ? $(id).value : "");
+    const tag = f("f-tag"), diff = f("f-difficulty"), verdict = f("f-verdict");
+    const q = f("f-search").trim().toLowerCase();
+    if (tag && !row.tags.includes(tag)) return false;
+    if (diff && row.difficulty !== diff) return false;
+    if (verdict) {
+      if (verdict === "bad") { if (!row.verdict || row.verdict === "ok") return false; }
+      else if (verdict === "errors") { if (!row.errors) return false; }
+      else if (spec.kind === "compare") { if (!row[verdict]) return false; }
+      else if (row.verdict !== verdict) return false;
+    }
+    const metric = f("f-metric");
+    if (metric) {
+      const v = val(row, metric), lo = f("f-min"), hi = f("f-max");
+      if (v === null || v === undefined) { if (lo !== "" || hi !== "") return false; }
+      else {
+        if (lo !== "" && v < parseFloat(lo)) return false;
+        if (hi !== "" && v > parseFloat(hi)) return false;
+      }
+    }
+    if (q) {
+      const hay = [row.id, row.q, row.a, row.a_base, row.a_new, (row.why || []).join(" "), row.tags.join(" ")]
+        .join("\n").toLowerCase();
+      if (!hay.includes(q)) return false;
+    }
+    return true;
+  }
+  function cell(tr, text, cls) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+    return td;
+  }
+  function num(v, signed) {
+    if (v === null || v === undefined) return "no data";
+    const s = Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3);
+    return signed && v > 0 ? "+" + s : s;
+  }
+  function render() {
+    state.shown = rows.filter(keep).sort(cmp);
+    const pages = Math.max(1, Math.ceil(state.shown.length / PAGE));
+    state.page = Math.min(state.page, pages - 1);
+    const start = state.page * PAGE;
+    tbody.replaceChildren();
+    state.shown.slice(start, start + PAGE).forEach((row, i) => {
+      const tr = document.createElement("tr");
+      tr.tabIndex = 0;
+      tr.dataset.href = row.href;
+      tr.dataset.id = row.id;
+      const td = document.createElement("td");
+      const a = document.createElement("a");
+      a.href = row.href; a.textContent = row.id;
+      td.appendChild(a); tr.appendChild(td);
+      const qtd = cell(tr, row.q);
+      if (spec.kind === "compare") {
+        cell(tr, row.a_base, "small");
+        cell(tr, row.a_new, "small");
+        const flags = ["changed", "improved", "regressed", "newly_refused", "newly_answered"]
+          .filter((k) => row[k]).map((k) => k.replace("_", " "));
+        cell(tr, flags.join(", ") || "unchanged", row.regressed ? "regressed" : row.improved ? "improved" : "");
+        spec.metrics.forEach((m) => cell(tr, num(row.d[m], true), "num" + (row.d[m] === null ? " nodata" : "")));
+      } else {
+        row.tags.forEach((t) => { const s = document.createElement("span"); s.className = "tag"; s.textContent = t; qtd.appendChild(s); });
+        cell(tr, row.difficulty);
+        const v = cell(tr, row.verdict === "ok" ? "ok" : row.verdict.replace("-", " ") + ": " + row.why.join("; "), row.verdict);
+        v.classList.add("small");
+        cell(tr, row.errors ? String(row.errors) : "", row.errors ? "num fail" : "num");
+        spec.metrics.forEach((m) => cell(tr, num(row.m[m]), "num" + (row.m[m] === null ? " nodata" : "")));
+        cell(tr, spec.priced ? "$" + row.cost.toFixed(4) : "unpriced", "num");
+        cell(tr, row.latency_ms === null ? "—" : row.latency_ms.toFixed(0), "num");
+      }
+      tr.addEventListener("click", (ev) => { if (ev.target.tagName !== "A") location.href = row.href; });
+      tbody.appendChild(tr);
+      if (i === state.sel) tr.classList.add("sel");
+    });
+    $("count").textContent = state.shown.length + " of " + rows.length + " cases · page " + (state.page + 1) + "/" + pages;
+    $("prev").disabled = state.page === 0;
+    $("next").disabled = state.page >= pages - 1;
+  }
+  function select(i) {
+    const trs = tbody.querySelectorAll("tr");
+    if (!trs.length) return;
+    state.sel = Math.max(0, Math.min(trs.length - 1, i));
+    trs.forEach((tr, j) => tr.classList.toggle("sel", j === state.sel));
+    trs[state.sel].focus();
+  }
+  document.querySelectorAll(".filters input, .filters select").forEach((el) =>
+    el.addEventListener("input", () => { state.page = 0; state.sel = 0; render(); }));
+  document.querySelectorAll("#cases th button[data-sort]").forEach((b) =>
+    b.addEventListener("click", () => {
+      const key = b.dataset.sort;
+      state.dir = state.sort === key ? -state.dir : 1;
+      state.sort = key;
+      render();
+    }));
+  $("prev").addEventListener("click", () => { state.page--; render(); });
+  $("next").addEventListener("click", () => { state.page++; render(); });
+  document.addEventListener("keydown", (ev) => {
+    const typing = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName);
+    if (ev.key === "/" && !typing) { ev.preventDefault(); $("f-search").focus(); return; }
+    if (typing) { if (ev.key === "Escape") document.activeElement.blur(); return; }
+    if (ev.key === "j") select(state.sel + 1);
+    else if (ev.key === "k") select(state.sel - 1);
+    else if (ev.key === "Enter" && document.activeElement.dataset.href) location.href = document.activeElement.dataset.href;
+    else if (ev.key === "n" && !$("next").disabled) { state.page++; state.sel = 0; render(); }
+    else if (ev.key === "p" && !$("prev").disabled) { state.page--; state.sel = 0; render(); }
+  });
+  render();
+})();

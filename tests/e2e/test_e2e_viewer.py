@@ -1,0 +1,160 @@
+"""`rag view` in a real headless Chromium (tests/support/browser.py): real offline runs of
+the shipped smoke suite with system/kb_qa v1 and v2, then open the runs list, a run,
+filter its cases, open a case, open the compare and see the word diff. A third run whose
+answer is a ``<script>`` shows it as text and runs nothing.
+
+Screenshots of a run, a case and a compare go to ``tmp_path``; with
+``RAG_VIEWER_SCREENSHOTS=docs/img`` (``make screenshots``) they are written there for the
+README.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.eval.records import CaseResult, Report
+from tests.support import browser as browser_support
+
+browser = browser_support.browser  # pytest fixtures: a real headless Chromium
+page = browser_support.page
+
+HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def _edit(case: CaseResult) -> CaseResult:
+    """Drop the answer's first clause and add a sentence: a word-level change to diff."""
+    text = case.answer or ""
+    _, sep, rest = text.partition("，")
+    return case.model_copy(update={"answer": (rest if sep else text) + "请以最新制度为准。"})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Report]]]:
+    from app.eval.config import RunConfig
+    from app.eval.runner import run_sync
+
+    folder = tmp_path_factory.mktemp("runs")
+    reports: list[Report] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAG_CACHE_DIR", str(folder / "cache"))
+        mp.setenv("RAG_LOG_DIR", str(folder / "logs"))
+        for version in ("system/kb_qa_v1", "system/kb_qa_v2"):
+            # in a thread: Playwright's sync API owns this thread's event loop
+            with ThreadPoolExecutor(1) as pool:
+                config = RunConfig(suite="smoke", prompts=(version,))
+                outcome = pool.submit(run_sync, config, out_dir=folder, front_end="cli").result()
+            assert outcome.report is not None
+            reports.append(outcome.report)
+    # The offline extractive answerer does not read the system prompt, so v1 and v2 answer
+    # alike offline (the compare shows "unchanged"). To see a diff, a third report is v2's
+    # with the answers of its first 3 answered cases edited here (their metrics left as
+    # measured), and its first case's answer replaced by markup that must stay text.
+    v2 = reports[1]
+    answered = [c.id for c in v2.cases if c.answer and not c.refused][:3]
+    cases = [_edit(c) if c.id in answered else c for c in v2.cases]
+    cases[0] = cases[0].model_copy(update={"answer": HOSTILE})
+    edited = v2.model_copy(update={"cases": cases, "run_id": v2.run_id[:-6] + "fff000"})
+    (folder / "eval_edited.json").write_text(edited.model_dump_json(), encoding="utf-8")
+    reports.append(edited)
+    yield folder, reports
+
+
+@pytest.fixture(scope="module")
+def server(runs: tuple[Path, list[Report]]) -> Iterator[str]:
+    from app.view.server import serve_in_thread
+
+    srv, url = serve_in_thread(runs[0])
+    try:
+        yield url
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _shots(tmp_path: Path) -> Path:
+    target = os.environ.get("RAG_VIEWER_SCREENSHOTS")
+    out = Path(target) if target else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def test_run_filter_case_compare_diff(
+    page: Any, server: str, runs: tuple[Path, list[Report]], tmp_path: Path
+) -> None:
+    v1, v2, edited = runs[1]
+    shots = _shots(tmp_path)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(server + "/")
+    assert page.locator("#runs tbody tr").count() == 3
+    page.locator(f"a:text-is('{v2.run_id}')").click()
+    assert page.locator("h1").inner_text().startswith(f"Run {v2.run_id}")
+    total = len(v2.cases)
+    assert page.locator("#count").inner_text().startswith(f"{total} of {total} cases")
+    assert page.locator("#cases tbody tr").count() == min(total, 50)
+    page.screenshot(path=str(shots / "viewer-run.png"), full_page=False)
+
+    # filter by a tag: the count is the report's own number of cases with that tag
+    tag = sorted({t for c in v2.cases for t in c.tags})[0]
+    expected = sum(1 for c in v2.cases if tag in c.tags)
+    page.select_option("#f-tag", tag)
+    assert page.locator("#count").inner_text().startswith(f"{expected} of {total}")
+    assert page.locator("#cases tbody tr").count() == expected
+    # search by a case id, then keyboard: j moves the selection, Enter opens the case
+    page.select_option("#f-tag", "")
+    target = v2.cases[1]
+    page.keyboard.press("/")
+    page.keyboard.type(target.id)
+    assert page.locator("#cases tbody tr").count() == 1
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/case/{target.id}")
+    assert target.question in page.locator("#question").inner_text()
+    assert page.locator("#golden").count() == 1 and page.locator("#golden").inner_text().strip()
+    if target.trace and target.trace.retrieved:
+        assert page.locator("#chunks tbody tr").count() == len(target.trace.retrieved)
+    assert "not recorded" in page.locator("#prompt").inner_text()
+    page.screenshot(path=str(shots / "viewer-case.png"), full_page=False)
+
+    # compare v1 → v2 (two real runs) from the runs list: tick both, press compare
+    page.goto(server + "/")
+    page.check(f"input[value='{v1.run_id}']")
+    page.check(f"input[value='{v2.run_id}']")
+    page.click("#compare-btn")
+    page.wait_for_url(f"**/compare/{v1.run_id}/{v2.run_id}")
+    assert page.locator("#delta tbody tr").count() >= len(v2.metrics)
+    same = sum(1 for c in v2.cases if (v1.case(c.id) or c).answer == c.answer)
+    page.select_option("#f-verdict", "changed")
+    assert page.locator("#count").inner_text().startswith(f"{len(v2.cases) - same} of")
+
+    # v1 → the edited copy: 3 changed answers, each with a word diff
+    page.goto(f"{server}/compare/{v1.run_id}/{edited.run_id}")
+    page.select_option("#f-verdict", "changed")
+    assert page.locator("#count").inner_text().startswith("3 of")
+    page.screenshot(path=str(shots / "viewer-compare.png"), full_page=False)
+    page.locator("#cases tbody tr a").nth(1).click()
+    page.wait_for_url("**/case/**")
+    assert page.locator("#diff-new ins").first.inner_text() == "请以最新制度为准。"
+    deleted = page.locator("#diff-base del").first.inner_text()
+    assert deleted and deleted.endswith("，") and "，" not in deleted[:-1]
+    page.screenshot(path=str(shots / "viewer-diff.png"), full_page=False)
+
+
+def test_an_answer_with_markup_renders_as_text(
+    page: Any, server: str, runs: tuple[Path, list[Report]]
+) -> None:
+    hostile = runs[1][2]  # the edited copy: its first case's answer is HOSTILE
+    cid = hostile.cases[0].id
+    page.goto(f"{server}/run/{hostile.run_id}")
+    page.fill("#f-search", "window.__pwned")
+    assert page.locator("#cases tbody tr").count() == 1
+    page.goto(f"{server}/run/{hostile.run_id}/case/{cid}")
+    assert HOSTILE in page.locator("#answer").inner_text()
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#answer script, #answer img").count() == 0
