@@ -66,7 +66,7 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from app.eval.render import not_measured, summary_rows
+    from app.eval.render import cost_text, not_measured, summary_rows
 
     console = Console()
     if not console.is_terminal:
@@ -91,7 +91,7 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     rc = report.refusal_confusion
     console.print(
         f"cases {totals.cases_done}/{totals.cases_planned} · judge errors "
-        f"{totals.judge_errors} · cost ${totals.cost_usd:.4f} · {totals.duration_s:.1f}s"
+        f"{totals.judge_errors} · cost {cost_text(totals)} · {totals.duration_s:.1f}s"
         f" · refusals: ok {rc.true_refusal}, missed {rc.missed_refusal}, "
         f"false {rc.false_refusal} · bad cases {len(report.bad_cases)}"
     )

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from app.eval.records import Histogram, Report
+from app.eval.records import Histogram, Report, Totals
 
-__all__ = ["Bar", "bars", "render_markdown", "summary_rows"]
+__all__ = ["Bar", "bars", "cost_text", "render_markdown", "summary_rows"]
 
 
 def _fmt(value: object, digits: int = 3) -> str:
@@ -19,6 +19,16 @@ def _fmt(value: object, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def cost_text(totals: Totals) -> str:
+    """``$0.0123``; a call to a model missing from the price table has an unknown cost, so
+    it is said: ``unpriced (3 call(s) …)`` — never ``$0.0000`` for money that was spent."""
+    unpriced = totals.engine.unpriced_calls if totals.engine is not None else 0
+    if not unpriced:
+        return f"${totals.cost_usd:.4f}"
+    note = f"unpriced ({unpriced} call(s) to a model without a price)"
+    return f"${totals.cost_usd:.4f} + {note}" if totals.cost_usd > 0 else note
 
 
 _VERDICT_MARK = {
@@ -72,7 +82,7 @@ def render_markdown(report: Report) -> str:
         "- datasets: "
         + ", ".join(f"{d.name} v{d.version} ({d.sha256[:12]}…)" for d in meta.datasets),
         f"- cases: {totals.cases_done}/{totals.cases_planned}"
-        f"; judge errors: {totals.judge_errors}; cost ${totals.cost_usd:.4f}",
+        f"; judge errors: {totals.judge_errors}; cost {cost_text(totals)}",
     ]
     from app.eval.model_notes import unlisted_note
 

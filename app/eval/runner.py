@@ -457,11 +457,13 @@ def totals(
         cases_planned=planned,
         cases_done=len(results),
         cases_with_errors=sum(1 for r in results if r.errors),
+        # a judge error is a judge sample that failed; a case whose answer failed (a model
+        # timeout) has no sample (``samples is None``): an answer error, not a judge error
         judge_errors=sum(
             1
             for r in results
             for name, s in r.metrics.items()
-            if name in judge_names and s.n_errors > 0
+            if name in judge_names and s.n_errors > 0 and s.samples is not None
         ),
         cost_usd=round(total_cost, 8),
         candidate_cost_usd=round(max(total_cost - judge_cost, 0.0), 8),

@@ -23,6 +23,7 @@ from typing import Any
 
 from app.errors import RagError
 from app.eval.records import CaseResult, Report
+from app.eval.render import cost_text
 from app.paths import kb_dir, repo_root
 
 __all__ = [
@@ -124,7 +125,7 @@ def run_row(entry: RunEntry) -> dict[str, Any]:
         "status": r.status + (" (partial)" if r.partial else ""),
         "date": r.created_at,
         "cases": f"{r.totals.cases_done}/{r.totals.cases_planned}",
-        "cost": fmt_cost(r.totals.cost_usd, priced(r)),
+        "cost": cost_text(r.totals),
     }
 
 

@@ -21,7 +21,7 @@ from markupsafe import Markup
 from app.eval.compare import LABEL, Comparison
 from app.eval.compare.render import fmt_delta, fmt_p, fmt_value
 from app.eval.records import Report
-from app.eval.render import bars
+from app.eval.render import _VERDICT_MARK, bars, cost_text
 from app.text import has_cjk
 from app.view.diff import word_diff
 from app.view.model import (
@@ -39,7 +39,7 @@ from app.view.model import (
 __all__ = ["case_page", "compare_case_page", "compare_page", "run_page", "runs_page"]
 
 HERE = Path(__file__).parent
-VERDICT_LABEL = {"pass": "✅ pass", "fail": "❌ FAIL", "no_data": "· no data"}
+VERDICT_LABEL = _VERDICT_MARK  # the terminal table's words: pass / FAIL / no data / NOT MEASURED
 
 
 @cache
@@ -114,7 +114,7 @@ def run_page(report: Report, case_href: Mapping[str, str], home: str | None = No
         lang=_lang([c.question for c in report.cases]),
         home=home,
         r=report,
-        cost=fmt_cost(report.totals.cost_usd, priced(report)),
+        cost=cost_text(report.totals),
         tags=tags,
         difficulties=diffs,
         metric_names=list(report.metrics),

@@ -41,8 +41,11 @@ def skip_reason() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # module scope, not session: Playwright's sync API keeps an asyncio loop running in the
+    # main thread while it is open, and every later test that calls asyncio.run() (the
+    # eval runner) would fail with "cannot be called from a running event loop"
     reason = skip_reason()
     if reason:
         pytest.skip(reason)

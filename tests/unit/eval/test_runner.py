@@ -127,3 +127,29 @@ def test_max_cost_writes_a_partial_report(eval_root: Path) -> None:
     assert out.exit_code == 1
     assert out.path is not None
     assert load_report(out.path) == out.report
+
+
+class TimedOutCandidate(Engine):
+    """The real engine, except that the candidate's answer to one case times out."""
+
+    async def generate(
+        self, provider: str, request: ChatRequest, sample_index: int = 0
+    ) -> Completion:
+        from app.errors import ProviderError
+
+        text = json.dumps(request.variables, ensure_ascii=False)
+        if request.purpose == "generation" and "12%" in text:
+            # what the engine raises when no answer came within timeout_s (app.llm.engine)
+            raise ProviderError(f"{provider}: no answer within 60s (timed out)", provider=provider)
+        return await super().generate(provider, request, sample_index)
+
+
+def test_a_candidate_timeout_is_an_answer_error_not_a_judge_error(eval_root: Path) -> None:
+    engine = TimedOutCandidate(EngineConfig(cache=False))
+    report = run_sync(RunConfig(suite="mini", cache=False), engine=engine, write=False).report
+    failed = [c for c in report.cases if c.answer is None]
+    assert len(failed) == 1 and "timed out" in failed[0].errors[0]
+    assert report.totals.cases_with_errors == 1
+    # no judge was asked about that case, so no judge sample failed
+    assert report.totals.judge_errors == 0
+    assert all(s.samples is None for s in failed[0].metrics.values())

@@ -138,7 +138,7 @@ def test_the_run_page_rows_carry_the_reports_own_bad_cases() -> None:
         [
             r.case("kb-001", {"acl_leak": 1.0}, red_lines=["acl_leak"]),
             r.case("kb-002", {"acl_leak": 0.0}),
-        ],  # fmt: skip
+        ],
         {"acl_leak": leak},
     )
     rows = case_rows(report, {"kb-001": "", "kb-002": ""})
@@ -208,3 +208,14 @@ def test_server_binds_localhost_and_serves_the_pages(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_gated_metric_not_measured_is_shown_as_a_failure() -> None:
+    from app.view import pages
+
+    m = {"correctness": r.info(kind="judge", unit="score", scale="continuous")}
+    verdict = r.verdict("correctness", "no_data").model_copy(update={"verdict": "not_measured"})
+    report = r.report([r.case("kb-001", {})], m, verdicts={"correctness": verdict})
+    page = pages.run_page(report, {"kb-001": "a.html"})
+    row = re.search(r'<th scope="row"[^>]*>correctness</th>(.*?)</tr>', page, re.S)
+    assert row is not None and "NOT MEASURED" in row[1] and 'class="not_measured"' in row[1]
