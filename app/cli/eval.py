@@ -66,7 +66,7 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from app.eval.render import cost_text, not_measured, summary_rows
+    from app.eval.render import cost_text, evaluated_line, not_measured, summary_rows
 
     console = Console()
     if not console.is_terminal:
@@ -90,7 +90,7 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     totals = report.totals
     rc = report.refusal_confusion
     console.print(
-        f"cases {totals.cases_done}/{totals.cases_planned} · judge errors "
+        f"{evaluated_line(report)} · judge errors "
         f"{totals.judge_errors} · cost {cost_text(totals)} · {totals.duration_s:.1f}s"
         f" · refusals: ok {rc.true_refusal}, missed {rc.missed_refusal}, "
         f"false {rc.false_refusal} · bad cases {len(report.bad_cases)}"
@@ -185,6 +185,14 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     type=click.IntRange(1, 20),
     help="Failed attempts per request (retries on 5xx/timeouts/garbled replies; 429s are "
     "waited out apart, up to 2x this).",
+)
+@click.option(
+    "--max-errors",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="Share of the cases a threshold or red line applies to that may be unevaluated "
+    "(errored) before it fails; 0: any unevaluated case fails it.",
 )
 @click.option(
     "--retry-budget",
@@ -315,6 +323,7 @@ def run_cmd(
     tpm: float | None,
     timeout_s: float,
     max_attempts: int,
+    max_errors: float,
     retry_budget: int | None,
     resume: str | None,
     out_dir: Path | None,
@@ -374,6 +383,7 @@ def run_cmd(
         timeout_s=timeout_s,
         max_attempts=max_attempts,
         retry_budget=retry_budget,
+        max_errors=max_errors,
         cache=not no_cache,
         refresh_cache=refresh_cache,
         shard=_shard_option(shard),
@@ -436,6 +446,12 @@ def run_cmd(
             f"interrupted: finished cases are checkpointed; resume with rag eval run --resume {run_id}"
         )
         ctx.exit(130)
+    if outcome.already_finished:
+        err.print(
+            f"run {run_id} had already finished: nothing to resume, nothing written "
+            f"(its report: {outcome.path})",
+            soft_wrap=True,
+        )
     _print_summary(outcome.report, outcome.path, outcome.markdown)
     if langfuse:
         from app.eval.langfuse_export import export_run

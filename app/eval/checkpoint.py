@@ -92,6 +92,18 @@ class Checkpoint:
             (result.id, _case_json(result)),
         )
 
+    def get(self, key: str) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row is not None else None
+
+    def processes(self, except_key: str | None = None) -> list[dict[str, Any]]:
+        """What every process of this run recorded under ``process:<token>`` (its engine
+        counters and duration, updated after each of its cases), except ``except_key``."""
+        rows = self._db.execute(
+            "SELECT key, value FROM meta WHERE key LIKE 'process:%' ORDER BY rowid"
+        ).fetchall()
+        return [json.loads(value) for key, value in rows if key != except_key]
+
     def set(self, key: str, value: Any) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 

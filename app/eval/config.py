@@ -35,6 +35,8 @@ class RunConfig(BaseModel):
     timeout_s: float = 60.0  # per request attempt
     max_attempts: int = Field(default=4, ge=1)  # failed attempts per request (429s apart)
     retry_budget: int | None = Field(default=None, ge=0)  # cap on the run's retries
+    # share of the cases a threshold / red line applies to that may be unevaluated (errored)
+    max_errors: float = Field(default=0.0, ge=0.0, le=1.0)
     cache: bool = True
     refresh_cache: bool = False
     batch: bool = False  # provider batch APIs for cache-missing calls (app.llm.batch)

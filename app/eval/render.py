@@ -65,6 +65,19 @@ def summary_rows(report: Report) -> list[list[str]]:
     return rows
 
 
+def evaluated_line(report: Report) -> str:
+    """``evaluated N of M cases`` (N: run without an error; M: planned), and what is missing."""
+    totals = report.totals
+    evaluated = totals.cases_done - totals.cases_with_errors
+    text = f"evaluated {evaluated} of {totals.cases_planned} cases"
+    gaps = []
+    if totals.cases_with_errors:
+        gaps.append(f"{totals.cases_with_errors} with errors")
+    if totals.cases_done < totals.cases_planned:
+        gaps.append(f"{totals.cases_planned - totals.cases_done} not run")
+    return text + (f" ({', '.join(gaps)})" if gaps else "")
+
+
 def render_markdown(report: Report) -> str:
     meta = report.meta
     judge = meta.judge
@@ -81,7 +94,7 @@ def render_markdown(report: Report) -> str:
         "- prompts: " + ", ".join(f"`{p.version}`" for p in meta.prompts.values()),
         "- datasets: "
         + ", ".join(f"{d.name} v{d.version} ({d.sha256[:12]}…)" for d in meta.datasets),
-        f"- cases: {totals.cases_done}/{totals.cases_planned}"
+        f"- cases: {evaluated_line(report)}"
         f"; judge errors: {totals.judge_errors}; cost {cost_text(totals)}",
     ]
     from app.eval.model_notes import unlisted_note

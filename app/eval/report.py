@@ -20,7 +20,7 @@ import math
 import os
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -257,7 +257,11 @@ def build_report(
     summary = summarise(ordered, metric_specs, meta.seed)
     reds = red_line_hits(ordered, metric_specs)
     raw_verdicts = verdicts(
-        thresholds, {k: d.model_dump() for k, d in summary.items()}, reds, measured
+        thresholds,
+        {k: d.model_dump() for k, d in summary.items()},
+        reds,
+        measured,
+        max_errors=meta.config.max_errors,
     )
     verdict_map = {k: MetricVerdict.model_validate(v) for k, v in raw_verdicts.items()}
     failed = any(v.verdict in ("fail", "not_measured") for v in verdict_map.values())
@@ -311,26 +315,134 @@ def assert_no_nan(node: object, where: str) -> None:
             assert_no_nan(value, f"{where}[{i}]")
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def sweep_stale_temp_files(folder: Path) -> list[Path]:
+    """Remove ``.<name>.<pid>.<random>.tmp`` files whose writing process is gone (a kill
+    between creating and renaming them); returns what was removed."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.glob(".*.tmp"):
+        parts = tmp.name.split(".")
+        pid = next((int(x) for x in reversed(parts[:-2]) if x.isdigit()), None)
+        if pid is not None and pid != os.getpid() and not _pid_alive(pid):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _chmod_ordinary(fd: int) -> None:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # temp files are 0600; a report is an ordinary file
+
+
 def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (temp file in the same folder + rename).
+    The temp file's name carries the writer's pid, so a later write sweeps what a killed
+    writer left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_stale_temp_files(path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
+            _chmod_ordinary(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def report_filename(created_at: str) -> str:
+def _candidates(path: Path) -> Iterator[Path]:
+    yield path
+    for n in range(2, 1000):
+        yield path.with_name(f"{path.stem}-{n}{path.suffix}")
+
+
+def _link_unnamed(path: Path, data: bytes) -> Path | None:
+    """Linux: write into an unnamed ``O_TMPFILE`` and link it in when complete (a kill
+    leaves nothing); None where that is not available."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None:
+        return None
+    try:
+        fd = os.open(path.parent, flag | os.O_WRONLY, 0o666)
+    except OSError:
+        return None
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+            _chmod_ordinary(fh.fileno())
+            for target in _candidates(path):
+                try:  # linkat(AT_SYMLINK_FOLLOW) through /proc: a dir_fd selects linkat
+                    os.link(f"/proc/self/fd/{fh.fileno()}", target.name, dst_dir_fd=dir_fd)
+                except FileExistsError:
+                    continue
+                except OSError:  # no /proc, or a file system that refuses: fall back
+                    return None
+                return target
+    finally:
+        os.close(dir_fd)
+    raise ReportError(f"{path}: 999 files of that name exist; clean up the folder")
+
+
+def write_new_text(path: Path, text: str) -> Path:
+    """Write ``text`` to a *new* file at ``path`` (or ``<stem>-2``, ``-3``… if it exists) and
+    return where; never replaces a file, never leaves a half-written or temp file.
+
+    On Linux the text goes into an unnamed file (``O_TMPFILE``) that is linked into place
+    only when complete: a ``kill -9`` at any moment leaves no file at all. Elsewhere a
+    pid-named temp file is linked (not renamed: a link refuses to replace) and removed; a
+    temp file a killed writer left is swept by the next write. Two processes writing the
+    same name both keep their file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8")
+    written = _link_unnamed(path, data)
+    if written is not None:
+        return written
+    sweep_stale_temp_files(path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
+    )
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+            _chmod_ordinary(fh.fileno())
+        for target in _candidates(path):
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                continue
+            return target
+        raise ReportError(f"{path}: 999 files of that name exist; clean up the folder")
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def report_filename(created_at: str, run_id: str | None = None) -> str:
+    """``eval_<UTC>-<run id's random part>.json``: unique per run, sorted by time."""
     stamp = created_at.replace("-", "").replace(":", "")  # 20261130T190000Z
-    return f"eval_{stamp}.json"
+    return f"eval_{stamp}-{run_id[-6:]}.json" if run_id else f"eval_{stamp}.json"
 
 
 def report_json(report: Report) -> str:
@@ -343,16 +455,14 @@ def report_json(report: Report) -> str:
 
 
 def write_report(report: Report, out_dir: Path) -> tuple[Path, Path]:
-    """Write ``eval_<UTC>.json`` and ``eval_<UTC>.md`` atomically (nothing on a refusal)."""
+    """Write ``eval_<UTC>-<run>.json`` and its ``.md`` as new files (:func:`write_new_text`):
+    nothing on a refusal, never a temp file after a kill, never another run's report
+    replaced — concurrent runs with the same ``--out`` each keep theirs."""
     from app.eval.render import render_markdown
 
     text = report_json(report)
-    path = out_dir / report_filename(report.created_at)
-    if path.exists():  # two runs in the same second: keep both
-        path = path.with_name(f"{path.stem}-{report.run_id[-6:]}.json")
-    atomic_write_text(path, text)
-    md = path.with_suffix(".md")
-    atomic_write_text(md, render_markdown(report))
+    path = write_new_text(out_dir / report_filename(report.created_at, report.run_id), text)
+    md = write_new_text(path.with_suffix(".md"), render_markdown(report))
     return path, md
 
 

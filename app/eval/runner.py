@@ -54,7 +54,7 @@ from app.eval.records import (
     ThresholdsRef,
     Totals,
 )
-from app.eval.report import build_report, write_report
+from app.eval.report import build_report, load_report, write_report
 from app.eval.thresholds import load_thresholds
 from app.generation.pipeline.trace import Trace
 from app.llm.engine import EngineStats
@@ -97,6 +97,7 @@ class RunOutcome:
     path: Path | None
     markdown: Path | None
     calls: int = 0  # provider calls this process made (cache hits excluded)
+    already_finished: bool = False  # --resume of a finished run: nothing run, nothing written
 
     @property
     def exit_code(self) -> int:
@@ -285,6 +286,8 @@ async def run(
         suite = load_suite(config.suite)
         cases = select_cases(suite, config.limit, config.shard)
         planned = len(select_cases(suite, config.limit))
+        if checkpoint is not None and (done := _finished_outcome(checkpoint, run_id, cases)):
+            return done  # resuming a finished run: say so, write nothing
         thresholds = load_thresholds(
             config.suite, Path(config.thresholds_path) if config.thresholds_path else None
         )
@@ -319,6 +322,9 @@ async def run(
         if checkpoint is None:
             checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root)
         base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
+        process_key = f"process:{secrets.token_hex(4)}"
+        earlier = [_process_stats(p) for p in checkpoint.processes(except_key=process_key)]
+        earlier_s = sum(float(p.get("duration_s", 0.0) or 0.0) for p in checkpoint.processes())
         finished = checkpoint.done()
         todo = [c for c in cases if c.id not in finished]
         if case_order is not None:
@@ -350,6 +356,8 @@ async def run(
                     return
                 result = await evaluate_case(case, factory, eng, config, base_ctx)
                 checkpoint.save(result)
+                # this process's counters so far: a later --resume sums every process's
+                checkpoint.set(process_key, _process_record(eng, started))
                 finished[case.id] = result
                 progress.update(result, spent_before + _spent(eng) - engine_spent_at_start)
 
@@ -425,7 +433,12 @@ async def run(
             metric_specs=specs(),
             cases=results,
             thresholds=thresholds,
-            totals=totals(results, len(cases), time.monotonic() - started, _stats(eng)),
+            totals=totals(
+                results,
+                len(cases),
+                earlier_s + time.monotonic() - started,
+                _summed_stats(eng, earlier),
+            ),
             partial_reason=stop_reason,
             measured=select_metrics(config.metrics),
         )
@@ -493,6 +506,47 @@ def _spent(engine: object) -> float:
 def _calls(engine: object) -> int:
     stats = getattr(engine, "stats", None)
     return int(getattr(stats, "calls", 0)) if stats is not None else 0
+
+
+def _finished_outcome(
+    checkpoint: Checkpoint, run_id: str, cases: Sequence[Case]
+) -> RunOutcome | None:
+    """The outcome of a run that already finished (every case done, its report on disk)."""
+    stored = checkpoint.get("report")
+    if not stored or not Path(stored).is_file():
+        return None
+    done = checkpoint.done()
+    if any(c.id not in done for c in cases):
+        return None
+    path = Path(stored)
+    md = path.with_suffix(".md")
+    report = load_report(path)
+    return RunOutcome(run_id, report, path, md if md.is_file() else None, 0, True)
+
+
+def _process_record(engine: object, started: float) -> dict[str, Any]:
+    stats = _stats(engine)
+    return {
+        "engine": stats.as_dict() if stats is not None else None,
+        "duration_s": round(time.monotonic() - started, 3),
+    }
+
+
+def _process_stats(record: dict[str, Any]) -> EngineStats | None:
+    data = record.get("engine")
+    if not isinstance(data, dict):
+        return None
+    known = {k: v for k, v in data.items() if k in EngineStats.__dataclass_fields__}
+    return EngineStats(**known)
+
+
+def _summed_stats(engine: object, earlier: list[EngineStats | None]) -> EngineStats | None:
+    """This process's counters plus those every earlier process of the run recorded."""
+    mine = _stats(engine)
+    parts = [p for p in earlier if p is not None]
+    if mine is None:
+        return EngineStats.summed(parts) if parts else None
+    return EngineStats.summed([*parts, mine]) if parts else mine
 
 
 def _stats(engine: object) -> EngineStats | None:

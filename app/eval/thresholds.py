@@ -10,6 +10,8 @@ gets the verdict ``no_data`` (reported, not a failure: the suite has no case it 
 revoked key, a dead server) must never pass. A metric the run did not compute at all
 (``--metrics`` left it out) gets ``not_measured``, which fails the gate like ``fail``: a
 gate that could not measure never passes.
+More generally, unevaluated is not passed: a metric (red lines included) fails when more of
+the cases it applies to errored than the share ``--max-errors`` tolerates (default 0).
 """
 
 from __future__ import annotations
@@ -85,15 +87,33 @@ def load_thresholds(suite: str, path: Path | None = None) -> ThresholdSet:
     return ThresholdSet(version, path, digest, suite, items, float(below))
 
 
+def _unevaluated(dist: Mapping[str, Any], max_errors: float) -> str | None:
+    """Why a metric cannot pass: more of its cases errored than ``max_errors`` tolerates."""
+    n, n_errors = int(dist.get("n", 0) or 0), int(dist.get("n_errors", 0) or 0)
+    applies = n + n_errors
+    if n_errors == 0 or n_errors <= max_errors * applies:
+        return None
+    return (
+        f"{n_errors} of {applies} case(s) not evaluated (errors); --max-errors "
+        f"{max_errors:g} tolerates {int(max_errors * applies)}: unevaluated is not passed"
+    )
+
+
 def verdicts(
     thresholds: ThresholdSet,
     summary: Mapping[str, Mapping[str, Any]],
     red_lines: Mapping[str, int],
     measured: Collection[str] | None = None,
+    *,
+    max_errors: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
     """One verdict per threshold (and per red line): value, bound, verdict, reason.
 
-    ``measured`` is the set of metrics the run computed (``None``: all of them)."""
+    ``measured`` is the set of metrics the run computed (``None``: all of them). A metric
+    fails when a red line was hit, when more of the cases it applies to errored (were not
+    evaluated) than the share ``max_errors`` tolerates (default 0: any), or when its mean
+    misses the bound. ``red_lines`` names every red-line metric (hits may be 0).
+    """
     out: dict[str, dict[str, Any]] = {}
     for name, th in thresholds.items.items():
         dist = summary.get(name, {})
@@ -107,6 +127,7 @@ def verdicts(
             "n_errors": dist.get("n_errors", 0),
         }
         hits = red_lines.get(name)
+        unevaluated = _unevaluated(dist, max_errors)
         if measured is not None and name not in measured:
             entry.update(
                 verdict="not_measured",
@@ -120,6 +141,8 @@ def verdicts(
                 verdict="fail",
                 reason=f"no defined value: {entry['n_errors']} case(s) errored",
             )
+        elif unevaluated is not None:
+            entry.update(verdict="fail", reason=unevaluated)
         elif mean is None:
             entry.update(verdict="no_data", reason="no case with a defined value")
         elif (th.min is not None and mean < th.min) or (th.max is not None and mean > th.max):
@@ -128,15 +151,19 @@ def verdicts(
             entry.update(verdict="pass", reason=None)
         out[name] = entry
     for name, hits in red_lines.items():
-        if name not in out and hits and (measured is None or name in measured):
+        if name in out or (measured is not None and name not in measured):
+            continue
+        dist = summary.get(name, {})
+        unevaluated = _unevaluated(dist, max_errors)
+        if hits or unevaluated is not None:
             out[name] = {
                 "threshold": "= 0 (red line)",
                 "min": None,
                 "max": 0.0,
-                "value": summary.get(name, {}).get("mean"),
-                "n": summary.get(name, {}).get("n", 0),
-                "n_errors": summary.get(name, {}).get("n_errors", 0),
+                "value": dist.get("mean"),
+                "n": dist.get("n", 0),
+                "n_errors": dist.get("n_errors", 0),
                 "verdict": "fail",
-                "reason": f"red line: {hits} case(s) hit it",
+                "reason": f"red line: {hits} case(s) hit it" if hits else unevaluated,
             }
     return out

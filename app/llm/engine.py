@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.errors import MalformedReply, ProviderError
 from app.llm.cache import ResponseCache, cache_key
-from app.llm.limits import Limiter
+from app.llm.limits import MAX_EVENTS, Limiter
 from app.llm.pricing import cost_usd
 from app.llm.providers import Provider, create_provider
 from app.llm.retry import RetryBudget, RetryPolicy
@@ -111,6 +111,56 @@ class EngineStats:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def summed(cls, parts: list[EngineStats]) -> EngineStats:
+        """The counters of several processes of one run (a run resumed after a kill)."""
+        total = cls()
+        for part in parts:
+            for name in _COUNTERS:
+                setattr(total, name, getattr(total, name) + getattr(part, name))
+            for key, n in part.by_provider.items():
+                total.by_provider[key] = total.by_provider.get(key, 0) + n
+            budget = dict(total.retry_budget)
+            for key, value in part.retry_budget.items():
+                if key in ("requests", "used", "refused", "allowed") and isinstance(value, int):
+                    budget[key] = int(budget.get(key, 0) or 0) + value
+                else:
+                    budget[key] = value
+            total.retry_budget = budget
+            for endpoint, record in part.concurrency.items():
+                seen = total.concurrency.get(endpoint)
+                if seen is None:
+                    total.concurrency[endpoint] = dict(record)
+                    continue
+                merged = dict(seen)
+                merged["ceiling"] = max(seen.get("ceiling", 0), record.get("ceiling", 0))
+                merged["min"] = min(seen.get("min", 0), record.get("min", 0))
+                merged["final"] = record.get("final")
+                for key in ("decreases", "increases", "throttled_replies"):
+                    merged[key] = int(seen.get(key, 0)) + int(record.get(key, 0))
+                merged["events"] = [*seen.get("events", []), *record.get("events", [])][:MAX_EVENTS]
+                total.concurrency[endpoint] = merged
+        total.cost_usd = round(total.cost_usd, 10)
+        return total
+
+
+_COUNTERS = (
+    "calls",
+    "completions",
+    "cache_hits",
+    "retries",
+    "errors",
+    "timeouts",
+    "throttled",
+    "malformed_replies",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "unpriced_calls",
+)
 
 
 class Engine:

@@ -4,7 +4,7 @@ Shared by the chaos benchmark (``scripts/bench_chaos.py``, 1,000 cases) and its 
 variant in ``make test`` (``tests/e2e/test_e2e_chaos.py``, ~200 cases):
 
 * :func:`make_root` builds a private repository root (``RAG_ROOT``) whose only suite,
-  ``chaos``, has ``n`` cases: every shipped case in turn, renamed ``<id>~<k>`` past the
+  ``chaos``, has ``n`` cases: every shipped case in turn, renamed ``<id>.r<k>`` past the
   first round (the knowledge base is the shipped one, linked);
 * :func:`start_server` starts the chaos server in its own process on 127.0.0.1 and
   :func:`run_rag` runs ``python -m app eval run`` in another (``--no-cache``: every call
@@ -49,7 +49,7 @@ def make_root(tmp: Path, n: int) -> tuple[Path, list[str]]:
     for i in range(n):
         case = dict(base[i % len(base)])
         if i >= len(base):
-            case["id"] = f"{case['id']}~{i // len(base)}"
+            case["id"] = f"{case['id']}.r{i // len(base)}"
         cases.append(case)
     root = tmp / "root"
     datasets = root / "tests" / "eval" / "datasets"

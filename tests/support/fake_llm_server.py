@@ -167,6 +167,12 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 512
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a timeout, a killed run) is expected here, not news."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class FakeLLMServer:
     """Start with ``with FakeLLMServer(latency_s=0.2) as server:`` or ``.start()``."""

@@ -193,3 +193,33 @@ def test_kill_and_resume_repeats_no_call(eval_root: Path, server: Server, tmp_pa
     assert len(resumed_calls) < sum(expected.values()) / 2
     assert resumed["partial"] is False and resumed["meta"]["resumed_from"] == run_id.group(1)
     assert cases(resumed) == cases(reference)
+    # issue 12: the totals are those of every process of the run, not of the last one
+    assert reference["totals"]["engine"]["calls"] == sum(expected.values())
+    made = len(killed) + len(resumed_calls)
+    # + the request that triggered the kill, if the killed process recorded its counters
+    # after sending it (another case finishing in between)
+    assert made <= resumed["totals"]["engine"]["calls"] <= made + 1
+    assert resumed["totals"]["engine"]["completions"] == sum(expected.values())
+
+    # 4. resuming the finished run says so and writes nothing
+    before = sorted(p.name for p in (eval_root / "reports").iterdir())
+    served = len(server.served)
+    proc = rag(
+        [
+            "eval",
+            "run",
+            "--resume",
+            run_id.group(1),
+            "--quiet",
+            "--out",
+            str(eval_root / "reports"),
+        ],
+        eval_root,
+        tmp_path / "cache-b",
+    )
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode in (0, 1), err
+    assert "had already finished: nothing to resume, nothing written" in err
+    assert sorted(p.name for p in (eval_root / "reports").iterdir()) == before
+    assert len(server.served) == served
+    assert report_of(out) == resumed

@@ -1,0 +1,45 @@
+"""EngineStats.summed: the counters of every process of a resumed run (issue 12)."""
+
+from __future__ import annotations
+
+from app.llm.engine import EngineStats
+
+
+def test_counters_of_processes_add_up() -> None:
+    a = EngineStats(calls=6370 - 1246, completions=10, retries=3, cost_usd=0.5)
+    a.by_provider = {"openai:x": 5}
+    a.retry_budget = {"cap": None, "requests": 100, "used": 3, "allowed": 150, "refused": 0}
+    a.concurrency = {
+        "openai@u": {
+            "ceiling": 8,
+            "final": 4,
+            "min": 2,
+            "decreases": 2,
+            "increases": 1,
+            "throttled_replies": 9,
+            "events": [{"t_s": 1.0, "limit": 4, "why": "x"}],
+        }
+    }
+    b = EngineStats(calls=1246, completions=4, retries=1, cost_usd=0.25)
+    b.by_provider = {"openai:x": 2, "openai:y": 1}
+    b.retry_budget = {"cap": None, "requests": 40, "used": 1, "allowed": 120, "refused": 2}
+    b.concurrency = {
+        "openai@u": {
+            "ceiling": 8,
+            "final": 8,
+            "min": 8,
+            "decreases": 0,
+            "increases": 0,
+            "throttled_replies": 1,
+            "events": [],
+        }
+    }
+    total = EngineStats.summed([a, b])
+    assert total.calls == 6370 and total.completions == 14 and total.retries == 4
+    assert total.cost_usd == 0.75
+    assert total.by_provider == {"openai:x": 7, "openai:y": 1}
+    assert total.retry_budget["requests"] == 140 and total.retry_budget["refused"] == 2
+    adapted = total.concurrency["openai@u"]
+    assert (adapted["min"], adapted["final"], adapted["decreases"]) == (2, 8, 2)
+    assert adapted["throttled_replies"] == 10 and len(adapted["events"]) == 1
+    assert EngineStats.summed([]) == EngineStats()
