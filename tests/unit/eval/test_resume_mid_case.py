@@ -279,9 +279,12 @@ def test_kill_mid_case_then_resume_pays_no_call_twice(scenario: Scenario) -> Non
     assert not paid_twice and not missing, (s.where, s.kill_after, paid_twice, missing)
     assert len(s.killed) + len(s.resumed_calls) == len(s.expected)
 
-    # the resumed process's own count agrees, and it re-used the unfinished case's calls
+    # the totals count every process of the run (issue 12: they counted only the last one):
+    # the resumed process's calls plus what the killed one recorded after its last case
+    # (calls of the case the kill interrupted are not recorded); it re-used that case's calls
     engine = s.resumed["totals"]["engine"]
-    assert engine["completions"] == engine["calls"] == len(s.resumed_calls), engine
+    assert len(s.resumed_calls) <= engine["completions"] <= len(s.expected), engine
+    assert engine["completions"] <= engine["calls"] <= len(s.expected) + 8, engine
     assert engine["cache_hits"] >= len(unfinished), engine
 
     # (b) the final report equals the uninterrupted one (cost_usd: the test below)
