@@ -37,7 +37,7 @@ def merge_cmd(reports: tuple[Path, ...], out_dir: Path | None, gate: str) -> Non
     loaded = [load_report(p) for p in reports]
     merged = merge_reports(loaded)
     target = out_dir or reports_dir()
-    existing = target / report_filename(merged.created_at)
+    existing = target / report_filename(merged.created_at, merged.run_id)
     if existing.exists() and existing.read_text(encoding="utf-8") == report_json(merged):
         click.echo(f"already merged: {existing} (identical; nothing written)")
         path, md = existing, existing.with_suffix(".md")
