@@ -15,7 +15,12 @@ __all__ = [
     "LIMITS",
     "Limit",
     "LimitExceeded",
+    "case_problems",
     "check_chars",
+    "check_history",
+    "check_question",
+    "limit",
+    "lone_surrogate",
 ]
 
 
@@ -62,6 +67,40 @@ def check_chars(text: str, name: str, what: str) -> None:
         raise LimitExceeded(
             f"{what}: {len(text):,} {cap.unit} is over the limit of {cap.value:,} "
             f"({cap.name}) — shorten it (limits: docs/limits.md)"
+        )
+
+
+def check_question(text: str, what: str = "the question") -> None:
+    """Refuse a question over ``question_chars`` or holding a lone surrogate (cheap: O(n))."""
+    check_chars(text, "question_chars", what)
+    at = lone_surrogate(text)
+    if at is not None:
+        raise LimitExceeded(
+            f"{what}: character {at + 1} is a lone surrogate ({text[at]!r}), not text — "
+            "the input was not valid UTF-8; re-type or re-encode it"
+        )
+
+
+def check_history(contents: list[str], what: str = "the history") -> None:
+    """Refuse a history over ``history_turns`` messages or a message over
+    ``history_turn_chars``, or one holding a lone surrogate."""
+    cap = LIMITS["history_turns"]
+    if len(contents) > cap.value:
+        raise LimitExceeded(
+            f"{what}: {len(contents):,} messages is over the limit of {cap.value:,} "
+            f"({cap.name}) — keep the last turns that matter (limits: docs/limits.md)"
+        )
+    for i, content in enumerate(contents, 1):
+        check_question_like(content, f"{what}: message {i}")
+
+
+def check_question_like(text: str, what: str) -> None:
+    check_chars(text, "history_turn_chars", what)
+    at = lone_surrogate(text)
+    if at is not None:
+        raise LimitExceeded(
+            f"{what}: character {at + 1} is a lone surrogate ({text[at]!r}), not text — "
+            "re-encode the file as UTF-8"
         )
 
 

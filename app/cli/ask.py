@@ -15,22 +15,28 @@ from app.llm.types import HISTORY_SHAPE, Message, coerce_history
 
 def _read_history(path: Path) -> tuple[Message, ...]:
     """A JSON list of ``{"role", "content"}`` or JSONL with one such object per line."""
+    from app.limits import check_history, limit
+    from app.safe_io import UnsafeInput, parse_json, read_text
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"--history {path}: cannot read ({exc.strerror})") from None
-    try:
-        data: Any = json.loads(text) if text.lstrip().startswith("[") else None
-        if data is None:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"--history {path}:{exc.lineno}: not JSON ({exc.msg}) — give a JSON list or JSONL "
-            f"of {HISTORY_SHAPE}"
-        ) from None
+        text = read_text(path, max_bytes=limit("history_file_bytes"), what="history file")
+        if text.lstrip().startswith("["):
+            data: Any = parse_json(text, path, what="history file")
+        else:
+            data = []
+            for n, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    try:
+                        data.append(parse_json(line, path, what="history file"))
+                    except UnsafeInput as exc:
+                        raise UnsafeInput(path, exc.problem, exc.fix, line=n) from None
+    except UnsafeInput as exc:
+        raise UserError(f"--history {exc}; give a JSON list or JSONL of {HISTORY_SHAPE}") from None
     if not isinstance(data, list):
         raise UserError(f"--history {path}: expected a list of messages")
-    return coerce_history(data, source=f"--history {path}")
+    turns = coerce_history(data, source=f"--history {path}")
+    check_history([t.content for t in turns], f"--history {path}")
+    return turns
 
 
 @click.command("ask")
@@ -127,12 +133,18 @@ def cli(
     """Ask the RAG pipeline one QUESTION; prints the answer, its citations and the trace."""
     from app.generation.pipeline.config import PipelineConfig
     from app.generation.pipeline.generator import Pipeline
+    from app.limits import check_question
     from app.llm.engine import Engine, EngineConfig
+    from app.llm.spec import parse_provider
     from app.retrieval.kb import ACL_GROUPS
 
     if not question.strip():
         raise UserError('the question is empty — pass it as an argument: rag ask "年假有几天？"')
+    check_question(question, "QUESTION")  # before any work: a 100 KB question costs nothing
+    parse_provider(model)  # an unknown provider is a usage error even when no LLM is called
     groups = sorted({g.strip() for a in acl for g in a.split(",") if g.strip()})
+    if not groups:
+        raise UserError(f"--acl: no group given — use one or more of {', '.join(ACL_GROUPS)}")
     unknown = [g for g in groups if g not in ACL_GROUPS]
     if unknown:
         raise UserError(f"--acl {','.join(unknown)}: unknown group — use {', '.join(ACL_GROUPS)}")

@@ -19,7 +19,12 @@ from __future__ import annotations
 import re
 import unicodedata
 
-INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+# soft hyphen, Mongolian vowel separator, zero-width and bidi controls, word joiner and
+# invisible operators, bidi isolates, Hangul fillers, variation selectors, BOM
+INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
+)
 _SPACES = re.compile(r"\s+")
 
 

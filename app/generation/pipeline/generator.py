@@ -35,7 +35,13 @@ from app.generation.pipeline.citations import apply_rejection, extract_citations
 from app.generation.pipeline.config import PipelineConfig
 from app.generation.pipeline.memory import Language, MemoryResult, Summarizer, SummaryMemory
 from app.generation.pipeline.rewrite import RewriteLLM, Rewriter, RewriteResult
-from app.generation.pipeline.safety import clean, detect_injection, escape_xml
+from app.generation.pipeline.safety import (
+    DocumentScreen,
+    clean,
+    detect_injection,
+    escape_xml,
+    screen_history,
+)
 from app.generation.pipeline.trace import (
     Answer,
     AnswerMode,
@@ -49,6 +55,7 @@ from app.generation.pipeline.trace import (
     Trace,
 )
 from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
+from app.limits import check_history, check_question
 from app.llm.tokens import get_counter
 from app.llm.types import Completion, EngineLike, Message, coerce_history
 from app.paths import kb_dir
@@ -119,6 +126,7 @@ class Pipeline:
         )
         self.reranker = reranker or get_reranker(self.config.reranker, self.retriever)
         self.counter = get_counter(self.config.token_counter)
+        self.documents = DocumentScreen()
         self.rewriter = Rewriter(
             self.config.rewrite,
             standalone_prompt=self.config.rewrite_prompt,
@@ -244,7 +252,9 @@ class Pipeline:
         started = time.perf_counter()
         cfg = self.config
         run = _Run(sample_index=sample_index)
+        check_question(question)  # documented limits, before any (linear) work
         turns = coerce_history(history)
+        check_history([t.content for t in turns])
         run.history = turns
         acl = sorted({user_acl} if isinstance(user_acl, str) else set(user_acl))
         lang = language_of(question)
@@ -261,24 +271,36 @@ class Pipeline:
             injection=InjectionTrace(policy=cfg.injection_policy),
         )
 
-        # 1. injection defence
+        # 1. injection defence: the question, every history turn (retrieved chunks: step 3)
         query = question.strip()
         finding = detect_injection(query)
-        if finding.detected:
+        screened = screen_history([t.content for t in turns], cfg.injection_policy)
+        trace.injection.score = finding.score
+        trace.injection.history_turns = list(screened.flagged)
+        if screened.flagged:
+            turns = tuple(
+                Message(role=t.role, content=c)
+                for t, c in zip(turns, screened.contents, strict=True)
+            )
+        if finding.detected or screened.flagged:
             trace.injection.detected = True
             trace.injection.patterns = list(finding.patterns)
+            trace.injection.families = list(finding.families)
             log.warning(
-                "injection_detected trace_id=%s patterns=%s policy=%s",
+                "injection_detected trace_id=%s patterns=%s history_turns=%s policy=%s",
                 trace.trace_id,
                 ",".join(finding.patterns),
+                list(screened.flagged),
                 cfg.injection_policy,
             )
-            if cfg.injection_policy == "clean":
+            if finding.detected and cfg.injection_policy == "clean":
                 # remove the injection, go on with the question left ("" → refuse below)
                 cleaned = clean(query)
                 query = cleaned.text
                 trace.injection.removed = list(cleaned.removed)
                 trace.injection.cleaned_question = query or None
+                trace.injection.action = "cleaned"
+            elif cfg.injection_policy == "clean":
                 trace.injection.action = "cleaned"
             elif cfg.injection_policy == "alert":
                 trace.injection.action = "alerted"
@@ -299,6 +321,11 @@ class Pipeline:
         recalled = [self.retriever.search(q, acl, cfg.top_k) for q in queries]
         hits = self.reranker.rerank(queries, merge_hits(*recalled), acl)
         trace.retrieved = [_retrieved(h, rw) for h in hits]
+        isolated = [h.chunk_id for h in hits if self.documents.flagged(h.chunk_id, h.chunk.text)]
+        if isolated:  # indirect injection in the KB: isolated, never obeyed
+            trace.injection.documents = isolated
+            hits = [h for h in hits if h.chunk_id not in isolated]
+            log.warning("injection_in_documents trace_id=%s chunks=%s", trace.trace_id, isolated)
 
         # 4. assembly
         asm = select(hits, cfg.floors)

@@ -60,7 +60,11 @@ class MemoryTrace(_Record):
 
 class InjectionTrace(_Record):
     detected: bool = False
-    patterns: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)  # the signals that matched (family/name)
+    families: list[str] = Field(default_factory=list)  # their families (override, role, …)
+    score: float = 0.0  # the question's injection score (flagged at >= the threshold)
+    history_turns: list[int] = Field(default_factory=list)  # flagged history messages (1-based)
+    documents: list[str] = Field(default_factory=list)  # flagged retrieved chunks, kept out
     policy: str = "refuse"
     action: Literal["none", "refused", "cleaned", "alerted"] = "none"
     removed: list[str] = Field(default_factory=list)  # ``clean``: the fragments taken out

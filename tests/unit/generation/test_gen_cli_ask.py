@@ -53,7 +53,7 @@ def test_ask_json_with_history_and_acl(
     ("argv", "message"),
     [
         (["ask", "年假", "--acl", "boss"], "unknown group"),
-        (["ask", "年假", "--history", "/nonexistent/h.json"], "cannot read"),
+        (["ask", "年假", "--history", "/nonexistent/h.json"], "not found"),
         (["ask", "  "], "the question is empty"),
         (["ask", "年假", "--kb", "/nonexistent/kb"], "knowledge-base folder not found"),
         (["ask", "年假", "--prompt", "system/nope"], "unknown prompt"),
