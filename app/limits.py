@@ -19,6 +19,7 @@ __all__ = [
     "check_chars",
     "check_history",
     "check_question",
+    "check_text",
     "limit",
     "lone_surrogate",
 ]
@@ -39,12 +40,15 @@ LIMITS: dict[str, Limit] = {
         Limit("history_turns", 100, "messages", "`rag ask --history`; a case's `history`"),
         Limit("history_turn_chars", 8_000, "characters", "one history message's `content`"),
         Limit("history_file_bytes", 2_000_000, "bytes", "the `--history` file"),
+        Limit("vars_file_bytes", 2_000_000, "bytes", "the `rag prompts render --vars-file` file"),
         Limit("variable_chars", 100_000, "characters", "one `rag prompts render --var` value"),
         Limit("dataset_line_bytes", 256_000, "bytes", "one JSONL line of a dataset"),
         Limit("dataset_file_bytes", 50_000_000, "bytes", "one dataset file"),
         Limit("prompt_file_bytes", 512_000, "bytes", "one prompt module"),
+        Limit("kb_file_bytes", 5_000_000, "bytes", "one knowledge-base document (`*.md`)"),
         Limit("prompt_concat_terms", 200, "terms", "`+` terms in one prompt-module literal"),
         Limit("prompt_nesting", 20, "levels", "list/dict nesting in one prompt-module literal"),
+        Limit("prompt_format_width", 1_000, "characters", "a width/precision in a `{name:spec}`"),
         Limit("toml_file_bytes", 1_000_000, "bytes", "`releases.toml` / `prompts.lock`"),
         Limit("report_file_bytes", 500_000_000, "bytes", "one report JSON for `rag eval compare`"),
     )
@@ -70,15 +74,20 @@ def check_chars(text: str, name: str, what: str) -> None:
         )
 
 
-def check_question(text: str, what: str = "the question") -> None:
-    """Refuse a question over ``question_chars`` or holding a lone surrogate (cheap: O(n))."""
-    check_chars(text, "question_chars", what)
+def check_text(text: str, name: str, what: str) -> None:
+    """Refuse ``text`` over the limit ``name`` or holding a lone surrogate (O(n))."""
+    check_chars(text, name, what)
     at = lone_surrogate(text)
     if at is not None:
         raise LimitExceeded(
             f"{what}: character {at + 1} is a lone surrogate ({text[at]!r}), not text — "
             "the input was not valid UTF-8; re-type or re-encode it"
         )
+
+
+def check_question(text: str, what: str = "the question") -> None:
+    """Refuse a question over ``question_chars`` or holding a lone surrogate (cheap: O(n))."""
+    check_text(text, "question_chars", what)
 
 
 def check_history(contents: list[str], what: str = "the history") -> None:
@@ -91,17 +100,7 @@ def check_history(contents: list[str], what: str = "the history") -> None:
             f"({cap.name}) — keep the last turns that matter (limits: docs/limits.md)"
         )
     for i, content in enumerate(contents, 1):
-        check_question_like(content, f"{what}: message {i}")
-
-
-def check_question_like(text: str, what: str) -> None:
-    check_chars(text, "history_turn_chars", what)
-    at = lone_surrogate(text)
-    if at is not None:
-        raise LimitExceeded(
-            f"{what}: character {at + 1} is a lone surrogate ({text[at]!r}), not text — "
-            "re-encode the file as UTF-8"
-        )
+        check_text(content, "history_turn_chars", f"{what}: message {i}")
 
 
 def markdown_table() -> str:

@@ -162,11 +162,15 @@ def _spec_dict(spec: PromptSpec) -> dict[str, Any]:
     }
 
 
-def _read_json(path: Path, what: str) -> Any:
+def _read_json(path: Path, what: str, limit_name: str) -> Any:
+    """A JSON file named on the command line, read through :mod:`app.safe_io`."""
+    from app.limits import limit
+    from app.safe_io import UnsafeInput, load_json
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{what} {path}: {exc}") from exc
+        return load_json(path, max_bytes=limit(limit_name), what=f"{what} file")
+    except UnsafeInput as exc:
+        raise ConfigError(f"{what} {exc}") from None
 
 
 @cli.command("render")
@@ -216,7 +220,7 @@ def render_cmd(
     wire body, built by the same encoder the provider sends; never a key or header)."""
     variables: dict[str, Any] = {}
     if vars_file is not None:
-        data = _read_json(vars_file, "--vars-file")
+        data = _read_json(vars_file, "--vars-file", "vars_file_bytes")
         if not isinstance(data, dict):
             raise ConfigError(f"--vars-file {vars_file}: expected a JSON object")
         variables.update(data)
@@ -225,7 +229,7 @@ def render_cmd(
         if not sep or not key:
             raise ConfigError(f"--var {item!r}: expected KEY=VALUE")
         variables[key] = value.replace("\\n", "\n")
-    turns = _read_json(history, "--history") if history is not None else []
+    turns = _read_json(history, "--history", "history_file_bytes") if history is not None else []
     if not isinstance(turns, list):
         raise ConfigError(f"--history {history}: expected a JSON list of {{role, content}}")
     messages = coerce_history(turns, source=f"--history {history}")

@@ -17,7 +17,7 @@ from typing import Protocol
 # BPE merging is quadratic in the length of one pre-token (a run of letters with no space or
 # punctuation: a long CJK run, "aaaa…"). Runs longer than this are counted in slices of
 # _SLICE characters, which keeps counting linear; ordinary text (every run shorter) is exact.
-_LONG_RUN = re.compile(r"[^\W\d_]{65,}")
+_LONG_RUN = re.compile(r"[^\W\d_]{65,}|[^\s\w]{65,}")  # letters; symbols / format chars
 _SLICE = 32
 
 
@@ -38,7 +38,8 @@ class BpeCounter:
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - counters live for the process
     def count(self, text: str) -> int:
-        """Exact BPE count; a run of more than 64 letters without a break is counted in
+        """Exact BPE count; a run of more than 64 letters (or 64 symbols / invisible
+        characters) without a break is counted in
         32-character slices (within a few tokens of exact, and linear instead of quadratic).
         Special-token text (``<|endoftext|>``) is counted as ordinary text, never refused."""
         if not text:

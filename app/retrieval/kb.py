@@ -38,6 +38,8 @@ from pathlib import Path
 import yaml
 
 from app.errors import DatasetError
+from app.limits import limit
+from app.safe_io import UnsafeInput, is_dir, read_text
 
 CHUNKER_VERSION = "1"
 MAX_CHARS = 400
@@ -219,8 +221,10 @@ def chunk_document(doc: Document, max_chars: int = MAX_CHARS) -> list[Chunk]:
 def load_kb(root: Path, name: str | None = None) -> KnowledgeBase:
     """Load every ``*.md`` under ``root`` (sorted by path) and chunk it."""
     root = Path(root)
-    if not root.is_dir():
-        raise DatasetError(f"{root}: knowledge-base folder not found")
+    if not is_dir(root):  # never raises (a too-long name, a loop): simply not a folder
+        raise DatasetError(
+            f"{root}: knowledge-base folder not found — give --kb a folder of .md files"
+        )
     kb_name = name or root.name
     documents: list[Document] = []
     chunks: list[Chunk] = []
@@ -228,10 +232,10 @@ def load_kb(root: Path, name: str | None = None) -> KnowledgeBase:
         rel = file.relative_to(root).as_posix()
         if rel.upper() == "README.MD":
             continue
-        try:
-            raw = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise DatasetError(f"{rel}: not UTF-8 text — re-save the file as UTF-8") from None
+        try:  # a FIFO / device / loop / over-size file named *.md is refused unread
+            raw = read_text(file, max_bytes=limit("kb_file_bytes"), what="knowledge-base document")
+        except UnsafeInput as exc:
+            raise DatasetError(f"{rel}: {exc.problem} — {exc.fix}") from None
         doc = parse_document(kb_name, rel, raw)
         documents.append(doc)
         chunks.extend(chunk_document(doc))

@@ -15,6 +15,7 @@ fallback / lock / pins), :mod:`render` + :mod:`chat_formats`.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -22,14 +23,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.errors import PromptError
+from app.errors import ConfigError, PromptError
 from app.generation.registry.checks import check_changed_since, check_module, check_tree
 from app.generation.registry.header import Baseline, ChangeEntry, PromptHeader
 from app.generation.registry.loader import LoadedModule, PromptSpec, discover, load_module
-from app.generation.registry.releases import Release, Releases, parse_pins, read_lock, read_releases
+from app.generation.registry.releases import (
+    LOCK_FILE,
+    Release,
+    Releases,
+    parse_pins,
+    read_lock,
+    read_releases,
+)
 from app.generation.registry.render import RenderedPrompt, render_spec
 from app.generation.registry.rules import RULES, Violation
 from app.llm.types import Message
+from app.safe_io import is_dir
 
 __all__ = [
     "RULES",
@@ -62,6 +71,7 @@ class PromptRegistry:
     releases: Releases
     lock: dict[str, str]
     _specs: dict[str, dict[int, PromptSpec]] = field(default_factory=dict)
+    lock_problem: str | None = None  # prompts.lock could not be read (reported as P025)
 
     def __post_init__(self) -> None:
         for mod in self.modules:
@@ -133,7 +143,11 @@ class PromptRegistry:
         out: list[Violation] = []
         for mod in self.modules:
             out += mod.violations
-        out += check_tree(self.modules, self.releases, self.lock)
+        tree = check_tree(self.modules, self.releases, self.lock)
+        if self.lock_problem is not None:  # no lock to compare with: one P025, not many P017
+            tree = [v for v in tree if v.code != "P017"]
+            tree.append(Violation("P025", LOCK_FILE, None, self.lock_problem))
+        out += tree
         if changed_since is not None:
             out += check_changed_since(self.root, changed_since, self.modules, self.lock)
         return sorted(out, key=lambda v: (v.file, v.line or 0, v.code))
@@ -161,15 +175,26 @@ class PromptRegistry:
 
 def build_registry(root: Path) -> PromptRegistry:
     """Load and check a prompts tree from disk (no caching)."""
-    root = root.resolve()
-    if not root.is_dir():
-        raise PromptError(f"prompts root {root} is not a directory")
+    root = Path(os.path.realpath(root))  # Path.resolve raises on a symlink loop
+    if not is_dir(root):
+        raise PromptError(f"prompts root {root} is not a directory — give --root the prompts tree")
+    paths = discover(root)
+    if not paths:
+        raise PromptError(
+            f"prompts root {root} holds no <category>/<slug>_v<N>.py module — give --root the "
+            "prompts tree (default: app/generation/prompts)"
+        )
     modules = []
-    for path in discover(root):
+    for path in paths:
         mod = load_module(path, root)
         check_module(mod)
         modules.append(mod)
-    return PromptRegistry(root, modules, read_releases(root), read_lock(root))
+    lock_problem: str | None = None
+    try:
+        lock = read_lock(root)
+    except ConfigError as exc:
+        lock, lock_problem = {}, str(exc)
+    return PromptRegistry(root, modules, read_releases(root), lock, lock_problem=lock_problem)
 
 
 _CACHE: dict[Path, PromptRegistry] = {}
@@ -178,7 +203,7 @@ _LOCK = threading.Lock()
 
 def load_registry(root: Path | None = None, *, reload: bool = False) -> PromptRegistry:
     """The registry of ``root`` (default: the shipped library), cached per resolved root."""
-    key = (root or default_root()).resolve()
+    key = Path(os.path.realpath(root or default_root()))
     with _LOCK:
         if reload or key not in _CACHE:
             _CACHE[key] = build_registry(key)

@@ -25,38 +25,90 @@ from app.generation.registry.contracts import (
 )
 from app.generation.registry.header import PromptHeader, parse_header
 from app.generation.registry.rules import Violation
+from app.limits import limit
+from app.safe_io import UnsafeInput, decode, read_bytes
 
 FILE_RE = re.compile(r"^(?P<slug>[a-z][a-z0-9_]*?)_v(?P<version>[1-9][0-9]*)\.py$")
 _NOT_LITERAL = object()
 
 
 class _NotLiteral(Exception):
-    def __init__(self, node: ast.AST) -> None:
+    def __init__(self, node: ast.AST, reason: str = "") -> None:
         super().__init__(type(node).__name__)
         self.node = node
+        self.reason = reason
 
 
-def _literal(node: ast.AST) -> Any:
-    """Evaluate a literal expression, or raise :class:`_NotLiteral` naming the node."""
+def _literal(node: ast.AST, depth: int = 0) -> Any:
+    """Evaluate a literal expression, or raise :class:`_NotLiteral` naming the node.
+
+    Iterative over ``+`` chains and bounded in nesting (``prompt_concat_terms`` /
+    ``prompt_nesting`` in :mod:`app.limits`), so a 1,000-term concatenation or a deep list
+    is a violation, never a RecursionError; an unhashable dict key or set item too."""
+    if depth > limit("prompt_nesting"):
+        raise _NotLiteral(node, f"nested more than {limit('prompt_nesting')} levels deep")
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        items = [_literal(e) for e in node.elts]
+        items = [_literal(e, depth + 1) for e in node.elts]
+        if isinstance(node, ast.Set):
+            _hashable(node, items)
         return items if isinstance(node, ast.List) else tuple(items)
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise _NotLiteral(node)
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True) if k}
+        keys = [_literal(k, depth + 1) for k in node.keys if k is not None]
+        _hashable(node, keys)
+        values = [_literal(v, depth + 1) for v in node.values]
+        return dict(zip(keys, values, strict=True))
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _literal(node.left), _literal(node.right)
-        if isinstance(left, str) and isinstance(right, str):
-            return left + right
+        terms: list[ast.expr] = []
+        cur: ast.expr = node
+        while isinstance(cur, ast.BinOp) and isinstance(cur.op, ast.Add):
+            terms.append(cur.right)
+            cur = cur.left
+            if len(terms) >= limit("prompt_concat_terms"):
+                raise _NotLiteral(
+                    node, f"more than {limit('prompt_concat_terms')} '+' terms; write one string"
+                )
+        parts = [_literal(t, depth + 1) for t in [cur, *reversed(terms)]]
+        if all(isinstance(p, str) for p in parts):
+            return "".join(parts)
         raise _NotLiteral(node)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        value = _literal(node.operand)
+        value = _literal(node.operand, depth + 1)
         if isinstance(value, int | float) and not isinstance(value, bool):
             return -value
     raise _NotLiteral(node)
+
+
+def _hashable(node: ast.AST, items: list[Any]) -> None:
+    for item in items:
+        try:
+            hash(item)
+        except TypeError:
+            kind = "dict key" if isinstance(node, ast.Dict) else "set item"
+            raise _NotLiteral(
+                node, f"a {kind} is a {type(item).__name__}, which cannot be one"
+            ) from None
+
+
+_CONVERSIONS = (None, "r", "s", "a")
+
+
+def _spec_problem(field_name: str, spec: str) -> str | None:
+    """Why ``format(str, spec)`` would fail at render time (or allocate absurdly), if it would."""
+    sizes = [int(n) for n in re.findall(r"\d+", spec)]
+    if any(n > limit("prompt_format_width") for n in sizes):
+        return (
+            f"format spec {{{field_name}:{spec}}} asks for a width/precision over "
+            f"{limit('prompt_format_width'):,}"
+        )
+    try:
+        format("x", spec)
+    except (ValueError, TypeError, OverflowError) as exc:
+        return f"format spec {{{field_name}:{spec}}} fails for a text value ({exc})"
+    return None
 
 
 def placeholders(template: str) -> tuple[set[str], list[str]]:
@@ -67,9 +119,11 @@ def placeholders(template: str) -> tuple[set[str], list[str]]:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
         return names, [f"not a valid str.format template ({exc})"]
-    for _literal_text, field_name, spec, _conv in parsed:
+    for _literal_text, field_name, spec, conv in parsed:
         if field_name is None:
             continue
+        if conv not in _CONVERSIONS:
+            problems.append(f"conversion !{conv} in {{{field_name}}} is not one of !r !s !a")
         if field_name == "" or field_name.isdigit():
             problems.append(f"positional placeholder {{{field_name}}}")
         elif not field_name.isidentifier():
@@ -78,6 +132,10 @@ def placeholders(template: str) -> tuple[set[str], list[str]]:
             names.add(field_name)
         if spec and "{" in spec:
             problems.append(f"nested placeholder in format spec of {{{field_name}}}")
+        elif spec:
+            problem = _spec_problem(field_name, spec)
+            if problem:
+                problems.append(problem)
     return names, problems
 
 
@@ -159,8 +217,10 @@ def content_hash(data: bytes) -> str:
 
 
 def discover(root: Path) -> list[Path]:
-    """Every ``<category>/*.py`` under root (sorted), including badly named ones."""
-    return sorted(p for p in root.glob("*/*.py") if p.is_file() and p.name != "__init__.py")
+    """Every ``<category>/*.py`` under root (sorted), including badly named ones and ones
+    that are not regular files (a FIFO, a loop, a directory: :func:`load_module` reports
+    them as P028 instead of skipping them silently)."""
+    return sorted(p for p in root.glob("*/*.py") if p.name != "__init__.py")
 
 
 def _str_tuple(value: Any) -> tuple[str, ...] | None:
@@ -172,7 +232,13 @@ def _str_tuple(value: Any) -> tuple[str, ...] | None:
 def load_module(path: Path, root: Path) -> LoadedModule:
     """Parse one prompt module statically; never raises on bad content."""
     rel = path.relative_to(root).as_posix()
-    data = path.read_bytes()
+    unreadable: UnsafeInput | None = None
+    try:  # FIFOs, devices, loops, directories and over-size files are refused unread
+        data = read_bytes(path, max_bytes=limit("prompt_file_bytes"), what="prompt module")
+        decode(data, rel)
+    except UnsafeInput as exc:
+        unreadable = exc
+        data = b"" if exc.line is None else data
     source = data.decode("utf-8", errors="replace")
     m = FILE_RE.match(path.name)
     mod = LoadedModule(
@@ -186,10 +252,18 @@ def load_module(path: Path, root: Path) -> LoadedModule:
     )
     if m is None:
         mod.add("P021", None, f"file name {path.name!r} is not <slug>_v<N>.py")
+    if unreadable is not None:
+        mod.add("P028", unreadable.line, unreadable.problem)
+        if unreadable.line is None:  # nothing was read
+            return mod
     try:
         tree = ast.parse(source, filename=rel)
     except SyntaxError as exc:
         mod.add("P000", exc.lineno, f"syntax error: {exc.msg}")
+        return mod
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        reason = "nested too deeply to parse" if not isinstance(exc, ValueError) else str(exc)
+        mod.add("P000", None, f"does not parse: {reason}")
         return mod
 
     body = list(tree.body)
@@ -225,11 +299,8 @@ def _load_statement(mod: LoadedModule, stmt: ast.stmt) -> None:
         mod.constants[target.id] = _literal(value)
     except _NotLiteral as exc:
         line = getattr(exc.node, "lineno", stmt.lineno)
-        mod.add(
-            "P018",
-            line,
-            f"{target.id} is assigned a {type(exc.node).__name__} expression, not a literal",
-        )
+        what = exc.reason or f"a {type(exc.node).__name__} expression, not a literal"
+        mod.add("P018", line, f"{target.id} is assigned {what}")
         return
     mod.lines[target.id] = stmt.lineno
 

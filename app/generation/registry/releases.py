@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import ConfigError
+from app.limits import limit
+from app.safe_io import UnsafeInput, read_text
 
 RELEASES_FILE = "releases.toml"
 LOCK_FILE = "prompts.lock"
@@ -55,13 +57,18 @@ def parse_version(text: object) -> int | None:
 
 def read_releases(root: Path) -> Releases:
     path = root / RELEASES_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return Releases({}, ((None, f"{RELEASES_FILE} does not exist"),))
-    text = path.read_text(encoding="utf-8")
+    try:  # a FIFO, device, loop, directory, binary or over-size file is refused unread
+        text = read_text(path, max_bytes=limit("toml_file_bytes"), what="releases file")
+    except UnsafeInput as exc:
+        return Releases({}, ((exc.line, f"{RELEASES_FILE}: {exc.problem}"),))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return Releases({}, ((None, f"{RELEASES_FILE} does not parse: {exc}"),))
+    except RecursionError:
+        return Releases({}, ((None, f"{RELEASES_FILE} is nested too deeply to parse"),))
     header_lines: dict[str, int] = {}
     for i, line in enumerate(text.splitlines(), start=1):
         m = re.match(r'^\s*\[prompts\."([^"]+)"\]\s*$', line)
@@ -89,14 +96,18 @@ def read_releases(root: Path) -> Releases:
 
 def read_lock(root: Path) -> dict[str, str]:
     path = root / LOCK_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+        text = read_text(path, max_bytes=limit("toml_file_bytes"), what="lock file")
+        data = tomllib.loads(text)
+    except UnsafeInput as exc:
+        raise ConfigError(f"{exc}; regenerate it with `rag prompts lock`") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise ConfigError(
-            f"{path}: does not parse ({exc}); regenerate it with `rag prompts lock`"
-        ) from exc
+            f"{path}: does not parse ({reason}); regenerate it with `rag prompts lock`"
+        ) from None
     versions = data.get("versions", {})
     return {str(k): str(v) for k, v in versions.items()} if isinstance(versions, dict) else {}
 

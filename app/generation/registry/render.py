@@ -15,7 +15,8 @@ from typing import Any, cast
 
 from app.errors import PromptError
 from app.generation.registry.chat_formats import FORMATS, RENDERERS, check_alternation, format_for
-from app.generation.registry.loader import PromptSpec
+from app.generation.registry.loader import PromptSpec, placeholders
+from app.limits import check_text
 from app.llm.providers import request_payload
 from app.llm.spec import ModelRef, ProviderSpec, parse_model
 from app.llm.types import ChatRequest, Message, Purpose, coerce_history
@@ -128,14 +129,37 @@ def render_spec(
         raise PromptError(
             f"{spec.qualified}: unexpected variable(s) {unexpected}; it takes {sorted(spec.variables)}"
         )
-    values = {**spec.defaults, **given}
+    for key, value in given.items():
+        check_text(value, "variable_chars", f"{spec.qualified}: variable {key}")
+    values = {**{k: str(v) for k, v in spec.defaults.items()}, **given}
     missing = sorted(spec.variables - set(values))
     if missing:
         raise PromptError(
             f"{spec.qualified}: missing variable(s) {missing}; it takes {sorted(spec.variables)}"
         )
-    system = spec.system_prompt.format(**values) if spec.system_prompt is not None else None
-    user = spec.user_template.format(**values)
+    for template in (spec.system_prompt, spec.user_template):
+        problems = placeholders(template)[1] if template is not None else []
+        if problems:  # what `rag prompts check` reports as P019: refused, never crashed on
+            raise PromptError(
+                f"{spec.qualified}: the template cannot be rendered ({problems[0]}) — run "
+                "`rag prompts check` and fix the P019 violation it reports"
+            )
+    try:  # defence in depth: never a traceback
+        system = spec.system_prompt.format(**values) if spec.system_prompt is not None else None
+        user = spec.user_template.format(**values)
+    except (
+        ValueError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        TypeError,
+        OverflowError,
+        MemoryError,
+    ) as exc:
+        raise PromptError(
+            f"{spec.qualified}: the template does not render ({type(exc).__name__}: {exc}) — "
+            "run `rag prompts check` and fix the P019 violation it reports"
+        ) from None
     messages = (*coerce_history(history), Message(role="user", content=user))
     check_alternation(messages)
     fmt = format_for(ref) if chat_format == "auto" else chat_format

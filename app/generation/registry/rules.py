@@ -133,6 +133,11 @@ _RULES: tuple[Rule, ...] = (
         "Record the report behind the numbers with `rag eval baseline REPORT --prompt <id>`, or remove the header line.",
     ),
     Rule(
+        "P028",
+        "unreadable-file",
+        "Make it a regular UTF-8 text file within the size limit (docs/limits.md).",
+    ),
+    Rule(
         "P027",
         "baseline-mismatch",
         "Copy the recorded numbers (reports/baselines/…) into the header, or record the report the header quotes.",
