@@ -69,8 +69,8 @@ typecheck: $(STAMP) ## mypy --strict on app/
 schema: $(STAMP) ## regenerate the JSON Schemas from the pydantic models (report, case)
 	$(BIN)/python scripts/gen_schemas.py
 
-bench: $(STAMP) ## benchmarks (registry discovery, engine throughput, chaos nightly), printing ratios
-	$(BIN)/python scripts/bench.py
+bench: $(STAMP) ## benchmarks (registry, engine, chaos nightly, injection set + time budgets); BENCH_ARGS=--strict fails a miss
+	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
 
 LOCAL_MODEL_PORT ?= 8012
 local-model: $(STAMP) ## start SmolLM2-135M (llama.cpp via node-llama-cpp, 1 thread) on 127.0.0.1:$(LOCAL_MODEL_PORT)
