@@ -46,7 +46,9 @@ from app.eval.records import (
 )
 from app.eval.stats import describe, stable_seed
 from app.eval.thresholds import ThresholdSet, verdicts
+from app.limits import limit
 from app.paths import repo_root
+from app.safe_io import UnsafeInput, parse_json, read_text
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -521,16 +523,16 @@ def validate_report(data: object, source: str = "report") -> Report:
 def load_report(path: Path) -> Report:
     """Read a report file (the one typed reader); every problem is a :class:`ReportError`."""
     path = Path(path)
+    # app.safe_io: a FIFO, device, loop, directory or over-size file is refused unread; bad
+    # UTF-8 and bad JSON name line and column; NaN / Infinity / 1e999 are refused at parse
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such report; pass a reports/eval_*.json file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read report ({exc})") from None
+        text = read_text(path, max_bytes=limit("report_file_bytes"), what="report")
+    except UnsafeInput as exc:
+        if exc.problem == "not found":
+            raise ReportError(f"{path}: no such report; pass a reports/eval_*.json file") from None
+        raise ReportError(f"{exc}; is this an eval report?") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportError(
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); is this an eval report?"
-        ) from None
+        data = parse_json(text, path, what="report")
+    except UnsafeInput as exc:
+        raise ReportError(f"{exc}; is this an eval report?") from None
     return validate_report(data, str(path))

@@ -187,12 +187,12 @@ def test_ask_on_mutated_history(
 # ----------------------------------------------------------------------------- reports
 @pytest.fixture(scope="module")
 def smoke_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real report (3 smoke cases on the offline providers), made once for the module."""
+    """A real report (2 smoke cases on the offline providers), made once for the module."""
     from app.cli import main
 
     out = tmp_path_factory.mktemp("reports")
     with pytest.raises(SystemExit):
-        main(["eval", "run", "--suite", "smoke", "--limit", "3", "--out", str(out)])
+        main(["eval", "run", "--suite", "smoke", "--limit", "2", "--out", str(out)])
     return next(out.glob("eval_*.json"))
 
 
