@@ -180,7 +180,9 @@ def test_ask_on_mutated_history(
         )  # fmt: skip
     else:
         h.write_bytes(raw)
-    r = rag("ask", "--history", str(h), "年假有几天？")
+    r = rag(
+        "ask", "--retriever", "bm25", "--history", str(h), "年假有几天？"
+    )  # the input path, not the embedder
     _ok(r.code)
 
 
