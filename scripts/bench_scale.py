@@ -129,13 +129,18 @@ def main() -> int:
         warm, _, _ = timed(smoke, env)
         newest = max(out.glob("eval_*.json"), key=lambda p: p.stat().st_mtime)
         engine = json.loads(newest.read_text(encoding="utf-8"))["totals"]["engine"] or {}
-        row("warm rerun of smoke, all cached, process", warm, "s", "warm_smoke_s", misses)
-        print(
-            f"    provider calls in the warm rerun: {engine.get('calls')} "
-            f"(cache hits {engine.get('cache_hits')})"
-        )
-        if engine.get("calls"):
-            misses.append("warm rerun made provider calls")
+        calls, hits = engine.get("calls"), engine.get("cache_hits")
+        if calls:
+            # the offline providers are deterministic and not cached (cacheable = False), so
+            # this rerun is not the "all cached" one of the target: not measured is a miss
+            print(
+                f"  rerun of smoke, process: {warm:.2f} s with {calls} provider calls "
+                f"(cache hits {hits}): the offline providers bypass the cache, so the "
+                "all-cached target is NOT MEASURED here (needs a cacheable provider) — MISS"
+            )
+            misses.append("warm all-cached rerun not measured")
+        else:
+            row("warm rerun of smoke, all cached, process", warm, "s", "warm_smoke_s", misses)
         # --- the N-case run
         gen = subprocess.run(
             [
