@@ -1,16 +1,21 @@
 #!/usr/bin/env python
-"""Build the golden suites (smoke / full / hard / adversarial v1.0) from the fact tables.
+"""Bootstrap: write the first golden suites from the fact tables (a one-off, not a source).
 
-    .venv/bin/python scripts/build_suites.py            # write tests/eval/datasets/*_v1.0.jsonl
-    .venv/bin/python scripts/build_suites.py --check    # only verify the files are up to date
+    .venv/bin/python scripts/build_suites.py --out DIR [--version 1.0]
 
-The tables (``scripts/suite_facts.py``, ``scripts/suite_dialogues.py``) name chunks by
-(document path, heading); this script resolves them to ``sample:<path>#<n>`` with the real
-chunker, so a KB edit that renumbers chunks is picked up by re-running it. It refuses to
-write a case whose ``must_include`` keyword is not in its golden chunks.
+The JSONL files in ``tests/eval/datasets/`` are the only source of the cases: experts edit
+them (``rag datasets new-version``, ``rag datasets edit``). This script bootstrapped v1.0
+from the fact tables in ``tests/eval/datasets/sources/`` (``suite_facts.py``,
+``suite_dialogues.py``), which name chunks by (document path, heading) and are resolved to
+``sample:<path>#<n>`` with the real chunker. It now only ever writes NEW files:
 
-Released files are never edited in place: after v1.0 is committed, change the VERSION
-below (and add a CHANGELOG entry) to produce the next file.
+* it refuses to overwrite any existing file (nothing is written when one target exists);
+* into the datasets folder it refuses to write a suite that already has a version there
+  (a table-built newer version would silently drop an expert's cases);
+* every case it writes is stamped ``annotator: "build_suites"`` and has no ``reviewed_by``:
+  a machine made it and nobody has reviewed it.
+
+Exit codes: 0 written, 2 refused (nothing written).
 """
 
 from __future__ import annotations
@@ -23,30 +28,19 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+DATASETS = ROOT / "tests" / "eval" / "datasets"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(DATASETS / "sources"))
 
 from suite_dialogues import ADVERSARIAL, DIALOGUES  # noqa: E402
 from suite_facts import FACTS, MULTI, Fact  # noqa: E402
 
-from app.eval.datasets import Case  # noqa: E402
+from app.eval.datasets import Case, available_suites  # noqa: E402
 from app.retrieval.kb import KnowledgeBase, can_read, load_kb  # noqa: E402
 from app.text.match import contains_any  # noqa: E402
 
-VERSION = "1.0"
-DATE = "2026-11-30"
-REVIEWER = "lisi"
-ANNOTATORS = {
-    "hr": "liumin",
-    "finance": "chenjing",
-    "it": "wangqiang",
-    "security": "wangqiang",
-    "product": "gaofei",
-    "company": "hejun",
-    "sales": "hejun",
-    "projects": "hejun",
-    "vendors": "hejun",
-}
+ANNOTATOR = "build_suites"  # the truth: a machine wrote these cases, nobody reviewed them
+DATE = "2026-11-30"  # the day v1.0 was built
 SMOKE_QUOTA = {
     "hr": 12,
     "finance": 8,
@@ -177,7 +171,6 @@ def case(
         difficulty=difficulty,
         annotator=annotator,
         annotated_at=DATE,
-        reviewed_by=REVIEWER,
         version=1,
     )
     Case.model_validate(row)  # the same model the harness loads
@@ -200,7 +193,6 @@ def fact_case(b: Builder, cid: str, fact: Fact, question: str) -> dict[str, Any]
     answer, kw = (fact.xanswer, fact.xkw) if cross else (fact.answer, fact.kw)
     if cross and not answer:
         raise SystemExit(f"{fact.key}: cross-lingual question without xanswer")
-    domain = fact.tags[0]
     return case(
         b,
         cid,
@@ -211,7 +203,7 @@ def fact_case(b: Builder, cid: str, fact: Fact, question: str) -> dict[str, Any]
         acl=fact_acl(b, fact),
         tags=[*fact.tags, lang_tag(text), style],
         difficulty=DIFFICULTY[style],
-        annotator=ANNOTATORS[domain],
+        annotator=ANNOTATOR,
     )
 
 
@@ -237,7 +229,7 @@ def build(b: Builder) -> dict[str, list[dict[str, Any]]]:
             acl=["employee"],
             tags=["acl", "refusal", "salary", "zh"],
             difficulty="medium",
-            annotator="liyan",
+            annotator=ANNOTATOR,
             refusal=True,
         )
     )
@@ -250,7 +242,7 @@ def build(b: Builder) -> dict[str, list[dict[str, Any]]]:
             acl=["employee"],
             tags=["out-of-scope", "refusal", "zh"],
             difficulty="easy",
-            annotator="liyan",
+            annotator=ANNOTATOR,
             refusal=True,
         )
     )
@@ -266,7 +258,7 @@ def build(b: Builder) -> dict[str, list[dict[str, Any]]]:
             acl=["employee"],
             tags=["injection", "finance", "zh"],
             difficulty="hard",
-            annotator="liyan",
+            annotator=ANNOTATOR,
         )
     )
 
@@ -288,7 +280,7 @@ def build(b: Builder) -> dict[str, list[dict[str, Any]]]:
                 acl=m.acl,
                 tags=[*m.tags, "multi-fact", lang_tag(m.question)],
                 difficulty=m.difficulty,
-                annotator=ANNOTATORS[domain],
+                annotator=ANNOTATOR,
             )
         )
     for question, answer, tags in UNANSWERABLE:
@@ -301,7 +293,7 @@ def build(b: Builder) -> dict[str, list[dict[str, Any]]]:
                 acl=["employee"],
                 tags=["not-in-kb", "refusal", *tags],
                 difficulty="medium",
-                annotator="liyan",
+                annotator=ANNOTATOR,
                 refusal=True,
             )
         )
@@ -322,7 +314,7 @@ def build(b: Builder) -> dict[str, list[dict[str, Any]]]:
                 acl=d.acl,
                 tags=["multi-turn", kind_tag, *d.tags, lang_tag(d.question)],
                 difficulty=difficulty,
-                annotator="zhangsan",
+                annotator=ANNOTATOR,
                 history=d.history,
                 rewrite=d.rewrite,
             )
@@ -347,7 +339,7 @@ def build(b: Builder) -> dict[str, list[dict[str, Any]]]:
                 acl=a.acl,
                 tags=tags,
                 difficulty=a.difficulty,
-                annotator="liyan",
+                annotator=ANNOTATOR,
                 refusal=a.refusal,
                 history=a.history,
                 rewrite=a.rewrite,
@@ -360,30 +352,42 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
+def targets(out: Path, version: str, names: Iterable[str]) -> tuple[list[Path], list[str]]:
+    """The files to write and the reasons to refuse (empty when all may be written)."""
+    paths = [out / f"{name}_v{version}.jsonl" for name in names]
+    refusals = [
+        f"{p}: already exists — this bootstrap never overwrites a file" for p in paths if p.exists()
+    ]
+    if out.resolve() == DATASETS.resolve():
+        present = available_suites(DATASETS)
+        refusals += [
+            f"{name}: already has {present[name][-1][1].name} in {DATASETS.relative_to(ROOT)} — "
+            "the JSONL is the source now; change it with `rag datasets new-version "
+            f"{name}` (or `rag datasets edit`), not from the fact tables"
+            for name in names
+            if name in present
+        ]
+    return paths, refusals
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--check", action="store_true", help="fail if a file differs from what would be built"
-    )
-    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "eval" / "datasets")
+    parser.add_argument("--out", type=Path, default=DATASETS, help="folder to write into")
+    parser.add_argument("--version", default="1.0", help="version of the files (default 1.0)")
     args = parser.parse_args(argv)
     builder = Builder(load_kb(ROOT / "tests" / "eval" / "kb" / "sample", name="sample"))
     suites = build(builder)
-    stale = []
-    for name, rows in suites.items():
-        path = args.out / f"{name}_v{VERSION}.jsonl"
-        text = render(rows)
-        if args.check:
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                stale.append(path.name)
-        else:
-            path.write_text(text, encoding="utf-8")
-        print(f"{name:<12} {len(rows):>4} cases  {path.relative_to(ROOT)}")
-    if stale:
-        print(f"out of date: {', '.join(stale)} — run scripts/build_suites.py", file=sys.stderr)
-        return 1
+    paths, refusals = targets(args.out, args.version, suites)
+    if refusals:
+        print("refused, nothing written:\n" + "\n".join(refusals), file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path, (name, rows) in zip(paths, suites.items(), strict=True):
+        with path.open("x", encoding="utf-8") as fh:  # "x": never overwrite, even in a race
+            fh.write(render(rows))
+        print(f"{name:<12} {len(rows):>4} cases  {path}")
     return 0
 
 

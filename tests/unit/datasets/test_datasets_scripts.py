@@ -1,0 +1,96 @@
+"""JSONL is the only source (issue 11): no script under scripts/ changes a dataset file, and
+the bootstrap writes only NEW files, stamped with its own name and no reviewer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _datasets_support import ROOT
+
+from tests.support.repo_copy import copy_repo
+
+SCRIPTS = sorted(p for p in (ROOT / "scripts").iterdir() if p.suffix in {".py", ".sh"})
+# bounded arguments for the slow scripts in `make test`; the `slow` test runs the defaults.
+# bench.py only runs every scripts/bench_*.py with its defaults: those run here one by one,
+# and bench.py itself in the `slow` test.
+FAST = [p for p in SCRIPTS if p.name != "bench.py"]
+CHEAP_ARGS: dict[str, list[str]] = {
+    "bench_engine.py": ["--cases", "20", "--latency", "0.01", "--repeat", "1"],
+    "score_baseline.py": ["--suite", "smoke", "--judge-samples", "1"],
+}
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    folder = root / "tests" / "eval" / "datasets"
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def run_script(root: Path, script: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    cmd = ["bash", str(root / "scripts" / script.name)] if script.suffix == ".sh" else [
+        sys.executable, str(root / "scripts" / script.name)
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    env["RAG_CACHE_DIR"] = str(root / ".cache")
+    return subprocess.run(
+        [*cmd, *args], cwd=root, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_repo(tmp_path_factory.mktemp("clone"))
+
+
+@pytest.mark.parametrize("script", FAST, ids=lambda p: p.name)
+def test_no_script_changes_a_dataset_file(clone: Path, script: Path) -> None:
+    before = snapshot(clone)
+    proc = run_script(clone, script, CHEAP_ARGS.get(script.name, []))
+    assert snapshot(clone) == before, (script.name, proc.stdout[-500:], proc.stderr[-500:])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_no_script_with_its_defaults_changes_a_dataset_file(clone: Path, script: Path) -> None:
+    before = snapshot(clone)
+    proc = run_script(clone, script, [])
+    assert snapshot(clone) == before, (script.name, proc.stdout[-500:], proc.stderr[-500:])
+
+
+def test_the_bootstrap_refuses_to_overwrite_and_writes_nothing(clone: Path) -> None:
+    folder = clone / "tests" / "eval" / "datasets"
+    before = snapshot(clone)
+    proc = run_script(clone, ROOT / "scripts" / "build_suites.py", [])
+    assert proc.returncode == 2
+    assert "already exists" in proc.stderr and "nothing written" in proc.stderr
+    assert snapshot(clone) == before
+    # a new version of the suites from the tables would drop an expert's v1.1 cases silently
+    proc = run_script(clone, ROOT / "scripts" / "build_suites.py", ["--version", "1.9"])
+    assert proc.returncode == 2 and "rag datasets new-version smoke" in proc.stderr
+    assert not (folder / "smoke_v1.9.jsonl").exists()
+
+
+def test_the_bootstrap_writes_new_files_with_true_provenance(clone: Path, tmp_path: Path) -> None:
+    out = tmp_path / "boot"
+    proc = run_script(clone, ROOT / "scripts" / "build_suites.py", ["--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    written = sorted(p.name for p in out.glob("*.jsonl"))
+    assert written == [f"{n}_v1.0.jsonl" for n in ("adversarial", "full", "hard", "smoke")]
+    for path in out.glob("*.jsonl"):
+        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+        assert {r["annotator"] for r in rows} == {"build_suites"}
+        assert not any("reviewed_by" in r for r in rows)
+    again = run_script(clone, ROOT / "scripts" / "build_suites.py", ["--out", str(out)])
+    assert again.returncode == 2  # the files exist now
+    rel = run_script(clone, ROOT / "scripts" / "build_suites.py", ["--out", "rel-out"])
+    assert rel.returncode == 0, rel.stderr  # a relative --out used to crash after one file
+    assert len(list((clone / "rel-out").glob("*.jsonl"))) == 4
