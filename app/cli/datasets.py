@@ -2,8 +2,9 @@
 
 ::
 
-    rag datasets check [PATH…] [--json] [--changed-since REV]
+    rag datasets check [PATH…] [--json] [--changed-since REV] [--lang zh|en]
     rag datasets stats [--json]
+    rag datasets new-version SUITE [--major] [--note TEXT]
 
 Exit codes: 0 clean, 1 a check found an error, 2 unreadable input (missing file, not
 UTF-8, unknown git revision).
@@ -24,7 +25,7 @@ from app.eval.datasets import load_all_suites, suite_stats
 
 @click.group(name="datasets")
 def cli() -> None:
-    """Golden JSONL datasets: check, stats."""
+    """Golden JSONL datasets: check, stats, new-version."""
 
 
 @cli.command("check")
@@ -37,16 +38,26 @@ def cli() -> None:
     help="Also fail when a dataset changed since REV without a CHANGELOG.md entry, "
     "or a released file was edited in place.",
 )
+@click.option(
+    "--lang",
+    type=click.Choice(["zh", "en"]),
+    default=None,
+    help="Language of the messages (default: $RAG_LANG, else the locale, else en).",
+)
 @click.pass_context
 def check(
-    ctx: click.Context, paths: tuple[Path, ...], as_json: bool, changed_since: str | None
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    as_json: bool,
+    changed_since: str | None,
+    lang: str | None,
 ) -> None:
     """Check dataset files (default: every tests/eval/datasets/*.jsonl).
 
     Every line of every file is read; each problem is printed as
     `file:line: field: what is wrong — how to fix`.
     """
-    result = check_paths(list(paths) or None, changed_since=changed_since)
+    result = check_paths(list(paths) or None, changed_since=changed_since, lang=lang)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
@@ -73,6 +84,31 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+@cli.command("new-version")
+@click.argument("suite")
+@click.option("--major", is_flag=True, help="Bump the major version (cases deleted, acl meaning).")
+@click.option("--note", default=None, help="What changes and why (the CHANGELOG entry's line).")
+def new_version_cmd(suite: str, major: bool, note: str | None) -> None:
+    """Copy the newest SUITE file to the next version and add a CHANGELOG.md stub.
+
+    The copy is where you edit: a newer version supersedes the older one, and the same id
+    in both is the same case, updated. Released files are never edited in place.
+    """
+    from app.eval.dataset_versions import new_version
+
+    path = new_version(suite, major=major, note=note)
+    click.echo(f"wrote {_shown(path)} (a copy of the previous version) and a CHANGELOG.md entry")
+    if note is None:
+        click.echo("next: edit the new file, then replace the CHANGELOG placeholder line")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 @cli.command("stats")

@@ -77,6 +77,8 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
         f"{' (offline baseline)' if meta.candidate.offline else ''}"
         f" · judge {meta.judge.provider}"
     )
+    for ds in meta.datasets:
+        console.print(f"dataset {ds.name} v{ds.version} · {ds.cases} cases · {ds.path}")
     table = Table(title=title)
     for col, justify in zip(
         ("metric", "n", "err", "mean", "std", "95% CI", "threshold", "verdict"),
@@ -135,6 +137,27 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
     "--suite",
     default=None,
     help="Dataset suite: smoke, full, hard, adversarial (not needed with --resume).",
+)
+@click.option(
+    "--dataset-version",
+    "dataset_version",
+    default=None,
+    metavar="X.Y",
+    help="Run this version of the suite (default: its newest version).",
+)
+@click.option(
+    "--dataset",
+    "dataset_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Run a JSONL dataset file from anywhere (checked first, like a suite).",
+)
+@click.option(
+    "--kb",
+    "kb_path",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Knowledge-base folder (default tests/eval/kb/sample); chunk ids are <folder name>:<path>#<n>.",
 )
 @click.option(
     "--prompt",
@@ -313,6 +336,9 @@ def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
 def run_cmd(
     ctx: click.Context,
     suite: str | None,
+    dataset_version: str | None,
+    dataset_path: Path | None,
+    kb_path: Path | None,
     prompts: tuple[str, ...],
     model: str,
     judge: str,
@@ -360,8 +386,16 @@ def run_cmd(
     from app.eval.config import RunConfig
     from app.eval.runner import new_run_id, run_sync
 
-    if suite is None and resume is None:
-        raise click.UsageError("give --suite S for a new run, or --resume RUN_ID")
+    if suite is None and dataset_path is None and resume is None:
+        raise click.UsageError("give --suite S or --dataset FILE for a new run, or --resume RUN_ID")
+    if suite is not None and dataset_path is not None:
+        raise click.UsageError("give --suite S or --dataset FILE, not both")
+    if dataset_path is not None and dataset_version is not None:
+        raise click.UsageError("--dataset-version selects a suite's version; not with --dataset")
+    if dataset_path is not None:
+        from app.eval.dataset_check import suite_of
+
+        suite = suite_of(dataset_path)
 
     # per-answer audit warnings (injection detected, invalid citations) are in each case's
     # trace in the report; printed here they would only interleave with the progress bar
@@ -372,6 +406,9 @@ def run_cmd(
         require_env()
     config = RunConfig(
         suite=suite or "",  # with --resume the stored configuration replaces this one
+        dataset_version=dataset_version,
+        dataset_path=str(dataset_path.resolve()) if dataset_path else None,
+        kb_path=str(kb_path.resolve()) if kb_path else None,
         model=model,
         judge=None if judge.lower() == "none" else judge,
         judge_samples=judge_samples,

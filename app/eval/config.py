@@ -52,6 +52,9 @@ class RunConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)  # caps answer/rewrite/summary/judge
     temperature: float | None = Field(default=None, ge=0, le=2)  # candidate answer; judges 0
     allow_unlisted_model: bool = False  # render outside APPLICABLE_MODELS (recorded in meta)
+    dataset_version: str | None = None  # None: the suite's newest version
+    dataset_path: str | None = None  # a JSONL file outside the suites folder (--dataset)
+    kb_path: str | None = None  # None: the sample KB (app.paths.kb_dir())
     shard: str | None = None  # "i/N": this process runs shard i of N (stable by case id)
 
     @field_validator("shard")

@@ -1,7 +1,9 @@
 """Golden datasets: the :class:`Case` model and the loaders the harness calls.
 
 A dataset is a JSONL file ``tests/eval/datasets/<name>_v<major>.<minor>.jsonl`` with one
-case per line (seed 004 §7.2). The pydantic model :class:`Case` below is the rule; the JSON
+case per line (seed 004 §7.2); the JSONL files are the only source of the cases. Within a
+suite the newest version supersedes the older ones (the same id is the same case, updated;
+``rag datasets new-version``); ids are unique inside a file and across suites. The pydantic model :class:`Case` below is the rule; the JSON
 Schema ``case.schema.json`` beside the files is generated from it (:func:`case_json_schema`,
 ``make schema``) for editors and ``rag datasets check``, and ``tests/unit/datasets`` still
 shows that the two agree on every shipped and every broken case.
@@ -29,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import core_schema
+from pydantic_core import PydanticCustomError, core_schema
 
 from app.errors import DatasetError
 from app.paths import datasets_dir
@@ -37,6 +39,7 @@ from app.paths import datasets_dir
 __all__ = [
     "ACL_GROUPS",
     "CASE_FIELDS",
+    "CHANGELOG_STUB",
     "DIFFICULTIES",
     "FILE_NAME_RE",
     "Case",
@@ -66,14 +69,30 @@ CHUNK_ID_PATTERN = r"^[A-Za-z0-9_-]+:[^#\s]+#[0-9]+$"
 TAG_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 ID_MAX_LENGTH = 64
+# the placeholder `rag datasets new-version` writes into CHANGELOG.md (--changed-since refuses it)
+CHANGELOG_STUB = "(describe what changed and why)"
 
 Group = Literal["public", "employee", "hr", "finance", "exec"]
 Difficulty = Literal["easy", "medium", "hard"]
 
 
-def _check(pattern: str, value: str, what: str) -> str:
+def _check(pattern: str, value: str, what: str, index: int | None = None) -> str:
+    """``value`` when it matches ``pattern`` and is valid Unicode; else a pydantic error whose
+    ``type`` (``string_pattern_mismatch`` / ``string_unicode``) ``rag datasets check``
+    translates (``index``: the item of a list)."""
+    ctx: dict[str, Any] = {"pattern": pattern, "what": what}
+    if index is not None:
+        ctx["index"] = index
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800") would crash the report writer
+        raise PydanticCustomError(
+            "string_unicode", "{what} holds a lone surrogate, not valid Unicode text", ctx
+        ) from None
     if re.search(pattern, value) is None:
-        raise ValueError(f"{what} does not match {pattern}")
+        raise PydanticCustomError(
+            "string_pattern_mismatch", "{what} should match pattern '{pattern}'", ctx
+        )
     return value
 
 
@@ -85,7 +104,7 @@ def _items(pattern: str) -> dict[str, Any]:
 
 def _not_null(value: Any) -> Any:
     if value is None:
-        raise ValueError("null is not allowed — leave the field out instead")
+        raise PydanticCustomError("null_not_allowed", "null is not allowed; leave the field out")
     return value
 
 
@@ -209,22 +228,22 @@ class Case(BaseModel):
     @field_validator("golden_chunk_ids", "acceptable_chunk_ids")
     @classmethod
     def _chunk_ids(cls, v: list[str]) -> list[str]:
-        for item in v:
-            _check(CHUNK_ID_PATTERN, item, "chunk id")
+        for n, item in enumerate(v):
+            _check(CHUNK_ID_PATTERN, item, "chunk id", n)
         return v
 
     @field_validator("must_include", "must_not_include")
     @classmethod
     def _keywords(cls, v: list[str]) -> list[str]:
-        for item in v:
-            _check(TEXT_PATTERN, item, "keyword")
+        for n, item in enumerate(v):
+            _check(TEXT_PATTERN, item, "keyword", n)
         return v
 
     @field_validator("tags")
     @classmethod
     def _tags(cls, v: list[str]) -> list[str]:
-        for item in v:
-            _check(TAG_PATTERN, item, "tag")
+        for n, item in enumerate(v):
+            _check(TAG_PATTERN, item, "tag", n)
         return v
 
     @field_validator("annotated_at")
@@ -362,6 +381,9 @@ def load_dataset_file(path: Path | str) -> Suite:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{n}: not valid JSON ({exc.msg}, column {exc.colno})")
+            continue
+        except (ValueError, RecursionError) as exc:
+            problems.append(f"{path}:{n}: not valid JSON ({str(exc)[:80]})")
             continue
         try:
             cases.append(Case.model_validate(raw))

@@ -12,6 +12,7 @@ which the judges read).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.errors import ConfigError, PromptError, RuntimeFailure
@@ -44,7 +45,7 @@ class PipelineFactory:
         self.config = config
         self.engine = engine
         self.registry: PromptRegistry = load_registry()
-        self.kb: KnowledgeBase = load_kb(kb_dir())
+        self.kb: KnowledgeBase = load_kb(Path(config.kb_path) if config.kb_path else kb_dir())
         self.overrides = self._overrides(config.prompts)
         self._pipeline: Pipeline | None = None
 

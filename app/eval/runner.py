@@ -30,10 +30,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.errors import ConfigError
+from app.errors import ConfigError, DatasetError
 from app.eval.checkpoint import Checkpoint
 from app.eval.config import RunConfig, parse_shard
-from app.eval.datasets import Case, Suite, load_suite
+from app.eval.datasets import Case, Suite, load_dataset_file, load_suite
 from app.eval.judge_table import JudgeInput, judge, judge_table
 from app.eval.judges import JudgeConfig, check_judge, score_judge
 from app.eval.metrics.base import MetricContext, Score
@@ -147,6 +147,26 @@ def git_state() -> GitState:
     except (OSError, subprocess.CalledProcessError):
         return GitState(sha=None, dirty=None)
     return GitState(sha=sha, dirty=dirty)
+
+
+def load_run_dataset(config: RunConfig) -> Suite:
+    """The run's dataset: ``--dataset FILE`` or the suite (newest unless ``--dataset-version``),
+    checked first like ``rag datasets check`` against the run's KB (an error is exit 2)."""
+    from app.eval.dataset_check import check_paths
+
+    if config.dataset_path:
+        path = Path(config.dataset_path)
+    else:
+        path = load_suite(config.suite, config.dataset_version).path
+    kb_root = Path(config.kb_path) if config.kb_path else None
+    result = check_paths([path], kb_root=kb_root)
+    if result.errors or result.fatal:
+        shown = "\n".join(i.format() for i in result.errors[:20])
+        more = f"\n… and {len(result.errors) - 20} more" if len(result.errors) > 20 else ""
+        raise DatasetError(
+            f"{path}: the dataset does not pass `rag datasets check`:\n{shown}{more}"
+        )
+    return load_dataset_file(path)
 
 
 def select_cases(suite: Suite, limit: int | None, shard: str | None = None) -> list[Case]:
@@ -283,7 +303,7 @@ async def run(
             else []
         )
         select_metrics(config.metrics)  # an unknown --metrics name fails here (exit 2)
-        suite = load_suite(config.suite)
+        suite = load_run_dataset(config)
         cases = select_cases(suite, config.limit, config.shard)
         planned = len(select_cases(suite, config.limit))
         if checkpoint is not None and (done := _finished_outcome(checkpoint, run_id, cases)):

@@ -11,6 +11,9 @@ from _datasets_support import check, line, schema, valid_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.errors import DatasetError
+from app.eval.datasets import load_dataset_file
+
 VALID = [
     valid_case("p-001"),
     valid_case(
@@ -33,7 +36,17 @@ VALID = [
     ),
 ]
 ALPHABET = st.sampled_from(
-    [*list('{}[]",:\\ \t\r\ufeff\x00aZ0-#é中😀'), "true", "null", "1e999", "\ud800"]
+    [
+        *list('{}[]",:\\ \t\r\ufeff\x00aZ0-#é中😀'),
+        "true",
+        "null",
+        "1e999",
+        "\ud800",
+        "\\ud800",
+        "，",
+        "“",
+        "\u3000",
+    ]
 )
 
 
@@ -129,6 +142,12 @@ def test_mutated_line_is_reported(tmp_path: Path, mutation: tuple[int, str], pos
         assert any(i.severity == "error" for i in mutated_issues), [
             i.format() for i in result.issues
         ]
+    # the check refuses everything the loader refuses (a lone surrogate once passed the
+    # check and crashed `rag eval run`)
+    try:
+        load_dataset_file(path)
+    except DatasetError:
+        assert result.exit_code in (1, 2), [i.format() for i in result.issues]
     # the untouched lines are never blamed for errors
     blamed = {i.line for i in result.issues if i.severity == "error"}
     assert blamed <= {line_no}, [i.format() for i in result.issues]

@@ -15,7 +15,7 @@ def rag(*args: str) -> subprocess.CompletedProcess[str]:
 def test_a_new_run_needs_a_suite() -> None:
     result = rag("eval", "run")
     assert result.returncode == 2
-    assert "give --suite S for a new run, or --resume RUN_ID" in result.stderr
+    assert "give --suite S or --dataset FILE for a new run, or --resume RUN_ID" in result.stderr
 
 
 def test_a_bad_provider_fails_before_any_progress_bar() -> None:
