@@ -180,8 +180,8 @@ def check_paths(
 
     Never raises for problems inside the files; raises :class:`DatasetError` only when the
     datasets folder or the git revision cannot be used. ``kb`` may be passed pre-loaded.
-    With ``paths``, the other files of ``folder`` are read for their ids only (so a case is
-    checked against the other suites) and not reported; a bare file name that is not in
+    With ``paths`` that lie in ``folder``, the other files of ``folder`` are read for their
+    ids only (so a case is checked against the other suites) and not reported; a bare file name that is not in
     the current folder is looked up in ``folder``.
     """
     del schema  # the rules are the pydantic Case's; the argument is accepted for old callers
@@ -199,7 +199,8 @@ def check_paths(
             result.fatal = True
     else:
         files = _files(given, folder, result)
-        if is_dir(folder):
+        inside = {os.path.realpath(x.parent) for x in files} & {os.path.realpath(folder)}
+        if inside and is_dir(folder):  # a suite file: its ids are unique across the suites
             asked = {os.path.realpath(x) for x in files}
             checker.preload_ids(
                 [f for f in default_paths(folder) if os.path.realpath(f) not in asked]

@@ -21,6 +21,9 @@ SCRIPTS = sorted(p for p in (ROOT / "scripts").iterdir() if p.suffix in {".py", 
 # and bench.py itself in the `slow` test.
 FAST = [p for p in SCRIPTS if p.name != "bench.py"]
 CHEAP_ARGS: dict[str, list[str]] = {
+    # ~1 min even with --only datasets (forked children with timeouts): only its start here,
+    # its real run in the `slow` test
+    "hostile_inputs.py": ["--help"],
     "bench_engine.py": ["--cases", "20", "--latency", "0.01", "--repeat", "1"],
     "score_baseline.py": ["--suite", "smoke", "--judge-samples", "1"],
 }

@@ -65,11 +65,16 @@ def test_ids_stay_unique_inside_a_file_and_across_suites(tmp_path: Path) -> None
     assert result.exit_code == 1
 
 
-def test_a_single_file_is_checked_against_the_other_suites(tmp_path: Path) -> None:
+def test_a_suite_file_is_checked_against_the_other_suites(tmp_path: Path) -> None:
     write(tmp_path / "full_v1.0.jsonl", valid_case("x-1"))
     write(tmp_path / "smoke_v1.0.jsonl", valid_case("x-1"))
     result = check_paths([tmp_path / "smoke_v1.0.jsonl"], folder=tmp_path, kb_root=KB_ROOT)
     assert codes(result) == [("smoke_v1.0.jsonl", 1, "duplicate-id")]
+    # a team's own file outside the suites folder is not held to the suites' ids
+    outside = tmp_path / "own"
+    outside.mkdir()
+    write(outside / "mine_v1.0.jsonl", valid_case("x-1"))
+    assert check_paths([outside / "mine_v1.0.jsonl"], folder=tmp_path, kb_root=KB_ROOT).issues == []
 
 
 def test_a_bare_file_name_is_found_in_the_datasets_folder(
