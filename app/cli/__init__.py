@@ -20,7 +20,10 @@ from app.errors import RagError, RuntimeFailure, UserError
 # command name -> module under app.cli that defines ``cli`` (a click command or group)
 _COMMANDS: dict[str, tuple[str, str]] = {
     "prompts": ("app.cli.prompts", "Versioned prompt modules: list, show, render, check, new, ..."),
-    "datasets": ("app.cli.datasets", "Golden JSONL datasets: check, stats, new-version."),
+    "datasets": (
+        "app.cli.datasets",
+        "Golden JSONL datasets: check, stats, new-version, edit, export, import.",
+    ),
     "eval": ("app.cli.eval", "Run evaluation suites, compare reports, record baselines."),
     "ask": ("app.cli.ask", "Ask the RAG pipeline one question and print answer + trace."),
     "judge": ("app.cli.judge", "Judge governance: calibrate a judge against human labels."),

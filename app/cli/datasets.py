@@ -5,6 +5,7 @@
     rag datasets check [PATH…] [--json] [--changed-since REV] [--lang zh|en]
     rag datasets stats [--json]
     rag datasets new-version SUITE [--major] [--note TEXT]
+    rag datasets edit [--port P] [--lang zh|en]        # the browser case editor, 127.0.0.1 only
 
 Exit codes: 0 clean, 1 a check found an error, 2 unreadable input (missing file, not
 UTF-8, unknown git revision).
@@ -25,7 +26,7 @@ from app.eval.datasets import load_all_suites, suite_stats
 
 @click.group(name="datasets")
 def cli() -> None:
-    """Golden JSONL datasets: check, stats, new-version."""
+    """Golden JSONL datasets: check, stats, new-version, edit."""
 
 
 @cli.command("check")
@@ -109,6 +110,33 @@ def _shown(path: Path) -> str:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+@cli.command("edit")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--lang", type=click.Choice(["zh", "en"]), default=None, help="Language of the help.")
+def edit_cmd(port: int, lang: str | None) -> None:
+    """Edit cases in the browser (served on 127.0.0.1 only; Ctrl-C stops it).
+
+    Saves go into the next version file plus a CHANGELOG.md entry (never into a released
+    file); every save is checked by the same checker as `rag datasets check`.
+    """
+    from app.eval.dataset_editor import serve
+    from app.paths import datasets_dir, kb_dir
+
+    try:
+        server = serve(datasets_dir(), kb_dir(), port=port, lang=lang)
+    except OSError as exc:
+        raise DatasetError(
+            f"cannot listen on 127.0.0.1:{port} ({exc.strerror}) — pick another --port"
+        ) from None
+    click.echo(f"rag datasets edit: http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopped")
+    finally:
+        server.server_close()
 
 
 @cli.command("stats")

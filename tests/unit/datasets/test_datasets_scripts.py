@@ -62,6 +62,11 @@ def test_no_script_changes_a_dataset_file(clone: Path, script: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("RAG_ALL_SCRIPTS") != "1",
+    reason="every script with its defaults takes >10 min (hostile_inputs.py, bench.py): "
+    "RAG_ALL_SCRIPTS=1 runs it",
+)
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_no_script_with_its_defaults_changes_a_dataset_file(clone: Path, script: Path) -> None:
     before = snapshot(clone)

@@ -1,0 +1,137 @@
+"""`rag datasets edit` in a real headless Chromium (Debian's, driven by Playwright).
+
+Open the page, edit a field, pick a chunk (the picker offers only chunks the case's ACL may
+read), see a live validation error, fix it, save, and check the file on disk: the save
+goes into the next version file plus a CHANGELOG entry, the released file is untouched,
+history is edited, and a change made on disk meanwhile is detected, not overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.eval.dataset_check import check_paths
+from app.eval.dataset_editor import EditorState, make_server
+from app.retrieval.kb import load_kb
+from tests.support.browser import browser, page  # noqa: F401  (pytest fixtures)
+
+ROOT = Path(__file__).resolve().parents[2]
+DATASETS = ROOT / "tests" / "eval" / "datasets"
+KB_ROOT = ROOT / "tests" / "eval" / "kb" / "sample"
+
+
+@pytest.fixture
+def editor(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    for name in ("smoke_v1.0.jsonl", "hard_v1.0.jsonl", "CHANGELOG.md"):
+        shutil.copy(DATASETS / name, folder / name)
+    server = make_server(EditorState(folder=folder, kb=load_kb(KB_ROOT), lang="en"))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", folder
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_edit_pick_validate_fix_save_in_a_real_browser(
+    page: Any,  # noqa: F811
+    editor: tuple[str, Path],
+) -> None:
+    from playwright.sync_api import expect
+
+    url, folder = editor
+    released = (folder / "smoke_v1.0.jsonl").read_bytes()
+    page.goto(url)
+    page.click('button.suite[data-suite="smoke"]')
+    page.click('li.case[data-id="smoke-001"]')
+    expect(page.locator("#f-id")).to_have_value("smoke-001")
+    expect(page.locator('[data-field="annotator"] .help')).to_contain_text("user name")
+
+    # edit a field
+    page.fill("#f-question", "新员工入职第一天要带哪些材料？")
+
+    # the chunk picker: a public case is not offered an employee-only chunk
+    page.fill("#chunk-q", "设备丢失")
+    page.click("#chunk-search")
+    expect(page.locator("#chunk-results li.none")).to_be_visible()
+    page.check("#f-acl-employee")
+    page.click("#chunk-search")
+    page.click('button.pick-golden[data-chunk="sample:it/devices.md#2"]')
+    expect(page.locator("#f-golden_chunk_ids")).to_have_value(
+        re.compile(r"sample:hr/onboarding\.md#1\nsample:it/devices\.md#2")
+    )
+
+    # a live validation error from the checker, then the save is refused
+    page.fill("#f-id", "smoke 001!")
+    expect(page.locator("#i-id")).to_contain_text("is not a usable id")
+    expect(page.locator("#f-id")).to_have_class(re.compile("bad"))
+    page.click("#save")
+    expect(page.locator("#status")).to_contain_text("not saved: 1 error(s)")
+    assert not (folder / "smoke_v1.1.jsonl").exists()
+
+    # fix it, save
+    page.fill("#f-id", "smoke-001")
+    expect(page.locator("#i-id")).to_have_text("")
+    page.fill("#note", "smoke-001: a clearer question, and the lost-device chunk")
+    page.click("#save")
+    expect(page.locator("#status")).to_contain_text("saved to smoke_v1.1.jsonl")
+
+    # on disk: the next version, the released file untouched, a CHANGELOG entry
+    new = folder / "smoke_v1.1.jsonl"
+    old_lines = released.decode("utf-8").splitlines()
+    new_lines = new.read_text(encoding="utf-8").splitlines()
+    first = json.loads(new_lines[0])
+    assert first["question"] == "新员工入职第一天要带哪些材料？"
+    assert first["golden_chunk_ids"] == ["sample:hr/onboarding.md#1", "sample:it/devices.md#2"]
+    assert first["acl"] == ["public", "employee"]
+    assert list(first) == list(json.loads(old_lines[0]))  # field order kept
+    assert new_lines[1:] == old_lines[1:]  # every other case byte-identical
+    assert (folder / "smoke_v1.0.jsonl").read_bytes() == released
+    log = (folder / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert re.search(r"## smoke v1\.1 — \d{4}-\d{2}-\d{2} — ", log)
+    assert "smoke-001: a clearer question, and the lost-device chunk" in log
+    assert check_paths([new], folder=folder, kb_root=KB_ROOT).exit_code == 0
+
+    # history editing on a multi-turn suite, saved into its own next version
+    page.click('button.suite[data-suite="hard"]')
+    page.click('li.case[data-id="hard-001"]')
+    turns = page.locator("#history .turn")
+    before = turns.count()
+    assert before >= 1
+    page.click("#add-turn")
+    expect(turns).to_have_count(before + 1)
+    page.locator("#history .turn-content").nth(before).fill("")
+    expect(page.locator("#i-history")).to_contain_text("is empty")  # an empty turn is refused
+    page.locator("#history .turn-content").nth(before).fill("好的，谢谢。")
+    expect(page.locator("#i-history")).to_have_text("")
+    page.click("#save")
+    expect(page.locator("#status")).to_contain_text("saved to hard_v1.1.jsonl")
+    hard = json.loads((folder / "hard_v1.1.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert hard["history"][-1] == {
+        "role": "assistant" if before % 2 else "user",
+        "content": "好的，谢谢。",
+    }
+
+    # someone changes the draft on disk meanwhile: detected, never overwritten
+    page.click('button.suite[data-suite="smoke"]')
+    page.click('li.case[data-id="smoke-002"]')
+    page.fill("#f-question", "入职那天几点到？")
+    theirs = new.read_text(encoding="utf-8").replace('"试用期多长？"', '"试用期多久？"', 1)
+    new.write_text(theirs, encoding="utf-8")
+    page.click("#save")
+    expect(page.locator("#status")).to_have_class("conflict")
+    expect(page.locator("#status")).to_contain_text("changed on disk")
+    assert new.read_text(encoding="utf-8") == theirs
+    assert page.locator("#f-question").input_value() == "入职那天几点到？"  # the edit is kept

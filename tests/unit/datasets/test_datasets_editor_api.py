@@ -1,0 +1,138 @@
+"""The editor's JSON API without a browser: 127.0.0.1 only, its own page only, released
+files never written, concurrent changes refused, the same checker as `rag datasets check`."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _datasets_support import DATASETS, KB_ROOT, kb, line, valid_case
+
+from app.eval.dataset_editor import EditorState, make_server
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[int, Path, EditorState]]:
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    (folder / "smoke_v1.0.jsonl").write_text(
+        line(valid_case("s-1")) + "\n" + line(valid_case("s-2")) + "\n", encoding="utf-8"
+    )
+    shutil.copy(DATASETS / "CHANGELOG.md", folder / "CHANGELOG.md")
+    state = EditorState(folder=folder, kb=kb(), lang="zh", who="tester")
+    server = make_server(state)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], folder, state
+    server.shutdown()
+    server.server_close()
+
+
+def call(port: int, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    data = None if body is None else json.dumps(body).encode()
+    hdrs = {"Content-Type": "application/json", **headers}
+    conn.request(method, path, body=data, headers=hdrs)
+    resp = conn.getresponse()
+    raw = resp.read()
+    conn.close()
+    return resp.status, json.loads(raw) if raw.startswith(b"{") else raw
+
+
+OWN = {"X-Rag-Editor": "1"}
+
+
+def test_binds_127_0_0_1_and_refuses_foreign_requests(
+    served: tuple[int, Path, EditorState],
+) -> None:
+    port, _, _ = served
+    status, page = call(port, "GET", "/")
+    assert status == 200 and b"rag datasets edit" in page
+    assert call(port, "GET", "/api/suites", Host="evil.example")[0] == 403  # DNS rebinding
+    body = {"suite": "smoke", "cases": []}
+    assert call(port, "POST", "/api/validate", body)[0] == 403  # no X-Rag-Editor: not our page
+    assert call(port, "POST", "/api/validate", "not json", **OWN)[0] == 400
+    assert call(port, "GET", "/api/suite?name=nope")[0] == 404
+
+
+def test_validate_uses_the_checker_in_the_run_language(
+    served: tuple[int, Path, EditorState],
+) -> None:
+    port, _, _ = served
+    bad = valid_case("s-1", acl="employee")
+    status, out = call(port, "POST", "/api/validate", {"suite": "smoke", "cases": [bad]}, **OWN)
+    assert status == 200 and out["ok"] is False
+    [issue] = [i for i in out["issues"] if i["severity"] == "error"]
+    assert (issue["line"], issue["field"], issue["code"]) == (1, "acl", "wrong-type")
+    assert "方括号" in issue["message"]
+    fields = call(port, "GET", "/api/fields")[1]["fields"]
+    assert {f["name"] for f in fields if f["required"]} >= {"id", "question", "acl"}
+
+
+def test_chunks_are_filtered_by_acl_and_text(served: tuple[int, Path, EditorState]) -> None:
+    port, _, _ = served
+    public = call(port, "GET", "/api/chunks?q=salary_bands&acl=public")[1]["chunks"]
+    hr = call(port, "GET", "/api/chunks?q=salary_bands&acl=hr")[1]["chunks"]
+    assert public == [] and hr and all("hr" in c["acl"] for c in hr)
+
+
+def test_save_writes_the_next_version_then_the_draft(
+    served: tuple[int, Path, EditorState],
+) -> None:
+    port, folder, _ = served
+    loaded = call(port, "GET", "/api/suite?name=smoke")[1]
+    cases = loaded["cases"] + [valid_case("s-3")]
+    body = {"suite": "smoke", "cases": cases, "sha256": loaded["sha256"], "note": "added s-3"}
+    status, out = call(port, "POST", "/api/save", body, **OWN)
+    assert (status, out["file"]) == (200, "smoke_v1.1.jsonl")
+    old = (folder / "smoke_v1.0.jsonl").read_text(encoding="utf-8").splitlines()
+    new = (folder / "smoke_v1.1.jsonl").read_text(encoding="utf-8").splitlines()
+    assert new[:2] == old and json.loads(new[2])["id"] == "s-3"
+    log = (folder / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "— tester\n\nminor: copied from `smoke_v1.0.jsonl`" in log and "- added s-3" in log
+    # the next save goes to the draft this server created, not to another version
+    body = {"suite": "smoke", "cases": cases[:2], "sha256": out["sha256"], "note": ""}
+    status, again = call(port, "POST", "/api/save", body, **OWN)
+    assert (status, again["file"]) == (200, "smoke_v1.1.jsonl")
+    assert not (folder / "smoke_v1.2.jsonl").exists()
+    assert len((folder / "smoke_v1.1.jsonl").read_text(encoding="utf-8").splitlines()) == 2
+    # a stale page is refused, the file is not overwritten
+    before = (folder / "smoke_v1.1.jsonl").read_bytes()
+    body["sha256"] = out["sha256"]  # the first save's hash: stale now
+    assert call(port, "POST", "/api/save", body, **OWN)[0] == 409
+    assert (folder / "smoke_v1.1.jsonl").read_bytes() == before
+
+
+def test_save_refused_while_the_check_finds_an_error(
+    served: tuple[int, Path, EditorState],
+) -> None:
+    port, folder, _ = served
+    loaded = call(port, "GET", "/api/suite?name=smoke")[1]
+    cases = [*loaded["cases"], valid_case("s-1")]  # duplicate id
+    body = {"suite": "smoke", "cases": cases, "sha256": loaded["sha256"]}
+    status, out = call(port, "POST", "/api/save", body, **OWN)
+    assert status == 422 and out["saved"] is False
+    assert any(i["code"] == "duplicate-id" for i in out["issues"])
+    assert sorted(p.name for p in folder.glob("*.jsonl")) == ["smoke_v1.0.jsonl"]
+
+
+def test_released_means_tracked_by_git(tmp_path: Path) -> None:
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    (folder / "smoke_v1.0.jsonl").write_text(line(valid_case("s-1")) + "\n", encoding="utf-8")
+    (folder / "full_v1.0.jsonl").write_text(line(valid_case("f-1")) + "\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    subprocess.run(["git", "add", "smoke_v1.0.jsonl"], cwd=folder, check=True)
+    state = EditorState(folder=folder, kb=kb())
+    by_name = {s["name"]: s for s in state.suites()}
+    assert by_name["smoke"]["released"] and by_name["smoke"]["saves_to"] == "smoke_v1.1.jsonl"
+    assert not by_name["full"]["released"]  # an untracked draft is edited in place
+    assert by_name["full"]["saves_to"] == "full_v1.0.jsonl"
+    assert KB_ROOT.is_dir()
