@@ -9,8 +9,8 @@ import difflib
 from typing import Any
 
 from app.eval.dataset_issues import Sink, show
-from app.eval.metrics.base import contains
 from app.retrieval.kb import KnowledgeBase, can_read
+from app.text.match import contains_any
 
 __all__ = ["check_meaning"]
 
@@ -76,7 +76,7 @@ def check_meaning(sink: Sink, line: int, obj: dict[str, Any], kb: KnowledgeBase 
     must = obj.get("must_include")
     if texts and isinstance(must, list):
         for n, word in enumerate(must):
-            if isinstance(word, str) and word.strip() and not any(contains(t, word) for t in texts):
+            if isinstance(word, str) and word.strip() and not contains_any(texts, word):
                 sink.add(
                     line,
                     f"must_include[{n}]",
