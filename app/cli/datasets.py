@@ -6,6 +6,8 @@
     rag datasets stats [--json]
     rag datasets new-version SUITE [--major] [--note TEXT]
     rag datasets edit [--port P] [--lang zh|en]        # the browser case editor, 127.0.0.1 only
+    rag datasets export SUITE --csv|--xlsx [--out FILE]
+    rag datasets import FILE --suite S [--out FILE]
 
 Exit codes: 0 clean, 1 a check found an error, 2 unreadable input (missing file, not
 UTF-8, unknown git revision).
@@ -187,8 +189,11 @@ def stats(as_json: bool) -> None:
 
 def _register_mine() -> None:
     from app.cli.datasets_mine import mine_cmd
+    from app.cli.datasets_sheets import export_cmd, import_cmd
 
     cli.add_command(mine_cmd)
+    cli.add_command(export_cmd)
+    cli.add_command(import_cmd)
 
 
 _register_mine()

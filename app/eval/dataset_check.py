@@ -38,7 +38,15 @@ from app.paths import datasets_dir, kb_dir
 from app.retrieval.kb import KnowledgeBase, load_kb
 from app.safe_io import UnsafeInput, is_dir, list_files, read_bytes
 
-__all__ = ["CheckResult", "Checker", "Issue", "check_paths", "check_text", "default_paths"]
+__all__ = [
+    "CheckResult",
+    "Checker",
+    "Issue",
+    "check_paths",
+    "check_text",
+    "default_paths",
+    "suite_ids",
+]
 
 
 def default_paths(root: Path | None = None) -> list[Path]:
@@ -215,6 +223,20 @@ def check_paths(
     if changed_since:
         check_changed_since(changed_since, folder, result)
     return result
+
+
+def suite_ids(folder: Path, *, besides: str) -> dict[str, tuple[str, str]]:
+    """Ids of every file in ``folder`` except suite ``besides``: id -> (suite, "file:line")."""
+    from app.eval.datasets import available_suites
+
+    checker = Checker(None, CheckResult())
+    checker.preload_ids(
+        p
+        for name, versions in available_suites(folder).items()
+        if name != besides
+        for _, p in versions
+    )
+    return checker.seen_ids
 
 
 def check_text(

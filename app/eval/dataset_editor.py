@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from app.eval.dataset_check import Checker, check_text
+from app.eval.dataset_check import check_text, suite_ids
 from app.eval.dataset_issues import CheckResult
 from app.eval.dataset_messages import FIELD_HINTS, Lang, resolve_lang
 from app.eval.dataset_versions import CHANGELOG_STUB, append_changelog, author, next_version_name
@@ -160,15 +160,7 @@ class EditorState:
     # ------------------------------------------------------------------ checking
     def other_ids(self, suite: str) -> dict[str, tuple[str, str]]:
         """Ids of the other suites (newest and older files), for uniqueness across suites."""
-        checker = Checker(None, CheckResult())
-        others = [
-            p
-            for name, versions in available_suites(self.folder).items()
-            if name != suite
-            for _, p in versions
-        ]
-        checker.preload_ids(others)
-        return checker.seen_ids
+        return suite_ids(self.folder, besides=suite)
 
     @staticmethod
     def render(cases: list[dict[str, Any]], source: Path) -> str:

@@ -1,0 +1,126 @@
+"""``rag datasets export SUITE --csv|--xlsx`` and ``rag datasets import FILE --suite S``.
+
+Registered on the ``rag datasets`` group; the cell rules are in :mod:`app.eval.dataset_sheets`.
+Import writes the suite's next version file (plus a CHANGELOG.md entry), or ``--out FILE``;
+it never overwrites a file. Exit 0 written (or nothing changed), 1 the check found an error
+(nothing written; every problem names row and column), 2 unreadable input.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import click
+
+from app.errors import DatasetError
+
+
+@click.command("export")
+@click.argument("suite")
+@click.option("--csv", "kind", flag_value="csv", help="Write CSV (UTF-8 with BOM).")
+@click.option("--xlsx", "kind", flag_value="xlsx", help="Write an Excel workbook.")
+@click.option("--version", "version", default=None, metavar="X.Y", help="Default: the newest.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--lang", type=click.Choice(["zh", "en"]), default=None, help="Help sheet language.")
+def export_cmd(
+    suite: str, kind: str | None, version: str | None, out: Path | None, lang: str | None
+) -> None:
+    """Write SUITE as a spreadsheet, one row per case (default file: <suite>_v<x.y>.<kind>)."""
+    from app.eval.dataset_messages import resolve_lang
+    from app.eval.dataset_sheets import export_rows, write_sheet
+    from app.eval.datasets import load_suite
+
+    if kind is None:
+        raise click.UsageError("give --csv or --xlsx")
+    data = load_suite(suite, version)
+    target = out or Path(f"{data.name}_v{data.version}.{kind}")
+    if target.exists():
+        raise DatasetError(f"{target}: already exists — give another --out")
+    write_sheet(export_rows(data), target, kind, lang=resolve_lang(lang))
+    click.echo(f"wrote {target} ({len(data.cases)} cases of {data.name} v{data.version})")
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--suite", required=True, help="The suite the cases belong to.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write this JSONL file instead of the suite's next version.",
+)
+@click.option("--note", default=None, help="The CHANGELOG line (what changed and why).")
+@click.option("--lang", type=click.Choice(["zh", "en"]), default=None)
+@click.pass_context
+def import_cmd(
+    ctx: click.Context,
+    file: Path,
+    suite: str,
+    out: Path | None,
+    note: str | None,
+    lang: str | None,
+) -> None:
+    """Read a CSV/XLSX sheet of SUITE's cases, check it, write the next version."""
+    from app.eval.dataset_check import suite_ids
+    from app.eval.dataset_sheets import read_sheet, rows_to_jsonl
+    from app.eval.dataset_versions import (
+        CHANGELOG_STUB,
+        append_changelog,
+        author,
+        next_version_name,
+    )
+    from app.eval.datasets import FILE_NAME_RE, available_suites
+    from app.paths import datasets_dir, kb_dir
+    from app.retrieval.kb import load_kb
+
+    if not file.is_file():
+        raise DatasetError(f"{file}: file not found — check the path")
+    if FILE_NAME_RE.match(suite + "_v1.0.jsonl") is None:
+        raise DatasetError(f"--suite {suite!r}: use a lower-case name such as smoke or hr_faq")
+    folder = datasets_dir()
+    cases, letters, issues = read_sheet(file)
+    text, checked = rows_to_jsonl(
+        cases,
+        suite=suite,
+        file=file.name,
+        kb=load_kb(kb_dir()),
+        letters=letters,
+        other_ids=suite_ids(folder, besides=suite),
+        lang=lang,
+    )
+    problems = issues + [i for i in checked if i.severity == "error"]
+    for issue in sorted(problems, key=lambda i: i.row):
+        click.echo(issue.format(file.name))
+    if problems:
+        click.echo(f"{len(problems)} error(s): nothing written")
+        ctx.exit(1)
+    versions = available_suites(folder).get(suite)
+    if out is None and versions and versions[-1][1].read_text(encoding="utf-8") == text:
+        click.echo(f"{len(cases)} cases, identical to {versions[-1][1].name}: nothing written")
+        return
+    if out is not None:
+        target, title = out, None
+    elif versions:
+        (major, minor), _ = versions[-1]
+        name, version = next_version_name(suite, major, minor, False)
+        target, title = folder / name, f"{suite} v{version}"
+    else:
+        target, title = folder / f"{suite}_v1.0.jsonl", f"{suite} v1.0"
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    try:
+        os.link(tmp, target)  # never replaces a file
+    except FileExistsError:
+        raise DatasetError(f"{target}: already exists — nothing written") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    if title is not None:
+        day = dt.datetime.now(dt.UTC).date().isoformat()
+        append_changelog(
+            folder,
+            f"{title} — {day} — {author()}",
+            f"imported from `{file.name}` (`rag datasets import`).\n\n- {note or CHANGELOG_STUB}",
+        )
+    click.echo(f"wrote {target} ({len(cases)} cases)")
