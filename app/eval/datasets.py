@@ -5,8 +5,8 @@ case per line (seed 004 §7.2); the JSONL files are the only source of the cases
 suite the newest version supersedes the older ones (the same id is the same case, updated;
 ``rag datasets new-version``); ids are unique inside a file and across suites. The pydantic model :class:`Case` below is the rule; the JSON
 Schema ``case.schema.json`` beside the files is generated from it (:func:`case_json_schema`,
-``make schema``) for editors and ``rag datasets check``, and ``tests/unit/datasets`` still
-shows that the two agree on every shipped and every broken case.
+``make schema``) for editors; ``rag datasets check`` validates with ``Case`` itself and
+translates its errors, so the check refuses what the loader refuses.
 
 ::
 
