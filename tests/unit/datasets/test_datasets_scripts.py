@@ -26,6 +26,13 @@ CHEAP_ARGS: dict[str, list[str]] = {
     "hostile_inputs.py": ["--help"],
     "bench_engine.py": ["--cases", "20", "--latency", "0.01", "--repeat", "1"],
     "score_baseline.py": ["--suite", "smoke", "--judge-samples", "1"],
+    # the benchmarks at a few cases: the point here is that they leave the suites alone
+    "bench_scale.py": ["--cases", "30"],
+    "bench_chaos.py": ["--cases", "20", "--latency", "0.01"],
+    "gen_bench_cases.py": ["--cases", "20"],
+    # scores all four suites with the dense model (minutes): its start only here
+    "calibrate_dense.py": ["--help"],
+    "calibrate_retrieval.py": ["--suites", "smoke"],
 }
 
 
