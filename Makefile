@@ -38,7 +38,7 @@ chromium:
 
 test: $(STAMP) chromium ## set-up + every test that needs no API key (suite reports in .cache/test-reports)
 	@rm -rf .cache/test-reports
-	@RAG_EVAL_OUT=.cache/test-reports $(BIN)/python -m pytest -q -rs -m "not live" -p no:cacheprovider; rc=$$?; \
+	@RAG_EVAL_OUT=.cache/test-reports RAG_LOCAL_MODEL_E2E=1 $(BIN)/python -m pytest -q -rs -m "not live" -p no:cacheprovider; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests ran (pytest exit 5): not a failure"; exit 0; fi; exit $$rc
 
 screenshots: $(STAMP) chromium ## re-take the README's viewer screenshots (docs/img/) in the browser test

@@ -28,10 +28,10 @@ from app.llm.local_server import LocalModelServer
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Opt-in (RAG_LOCAL_MODEL_E2E=1, or `make test-local-model`): on this shared 2-core box one
-# thread of prompt evaluation runs at ~20-25 tok/s (AVX without AVX2, load ~9), i.e. minutes for
-# this test, and its 120 s budget of `make test` has not been verified on an idle machine yet.
-# The skip says so; it is not a pass.
+# Run by `make test` (and `make test-local-model`), which set RAG_LOCAL_MODEL_E2E=1; a bare
+# `pytest` skips it and says so (the skip is not a pass). Measured on the idle 2-core machine:
+# the three tests take 224 s (196 s for five cases answered and judged on one thread), over the
+# issue's 120 s budget but inside make test's 15 minutes.
 _RUN = bool(os.environ.get("RAG_LOCAL_MODEL_E2E"))
 pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="node not installed"),
@@ -149,7 +149,7 @@ def test_smoke_cases_answer_and_judge_through_the_real_server(server, tmp_path: 
         if score["value"] is not None:
             assert 1 <= score["value"] <= 5
     assert calls >= len(answered) + len(judged)
-    pairs = report["meta"]["config"]["unlisted_models"]
+    pairs = report["meta"]["unlisted_models"]
     assert {"prompt": "system/kb_qa_v2", "model": "local:smollm2", "role": "candidate"} in pairs
     assert any(p["role"] == "judge" for p in pairs)
     md = next(out.glob("eval_*.md")).read_text(encoding="utf-8")
@@ -190,6 +190,8 @@ def test_killed_run_resumes_without_redoing_cases(server, tmp_path: Path) -> Non
     finally:
         proc.kill()
         proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
     with sqlite3.connect(checkpoint) as db:
         done = dict(db.execute("SELECT case_id, result FROM cases").fetchall())
     assert len(done) < 5, "the run finished before it could be killed"
