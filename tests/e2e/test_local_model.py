@@ -227,7 +227,9 @@ def test_a_client_that_gives_up_frees_the_slot(server) -> None:  # type: ignore[
     except httpx.TimeoutException:
         pass
     else:
-        pytest.fail(f"the long request was answered within 1 s: {early.status_code} {early.text[:500]}")
+        pytest.fail(
+            f"the long request was answered within 1 s: {early.status_code} {early.text[:500]}"
+        )
     started = time.monotonic()
     reply = httpx.post(
         f"{server.url}/chat/completions",
