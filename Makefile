@@ -47,9 +47,13 @@ screenshots: $(STAMP) chromium ## re-take the README's viewer screenshots (docs/
 unit: $(STAMP) ## unit tests only
 	$(BIN)/python -m pytest -q tests/unit -m "not live" -p no:cacheprovider
 
-eval: $(STAMP) ## set-up + the smoke suite on the offline providers
-	@$(BIN)/rag eval run --suite smoke; rc=$$?; \
-	  if [ $$rc -eq 1 ]; then echo "make eval: thresholds not met (rag exit 1) — see the table above"; fi; \
+# The offline baselines' quality numbers are not a model's: on them only the red lines (acl_leak)
+# and a complete run gate; the quality verdicts are printed as baseline-only (CI's and the pytest
+# front end's rule). tests/unit/eval/test_make_eval.py runs exactly these arguments.
+EVAL_ARGS := eval run --suite smoke --gate red-lines
+eval: $(STAMP) ## set-up + the smoke suite on the offline providers (exit 0: run complete, red lines hold)
+	@$(BIN)/rag $(EVAL_ARGS); rc=$$?; \
+	  if [ $$rc -eq 1 ]; then echo "make eval: a red line failed or the run is partial (rag exit 1) — see above"; fi; \
 	  exit $$rc
 
 lint: $(STAMP) ## ruff check + ruff format --check

@@ -12,14 +12,15 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+from app.cli.eval_summary import _print_summary
+from app.cli.eval_summary import (
+    gate_exit_code as gate_exit_code,  # re-exported (rag eval merge, tests)
+)
 from app.errors import RagError, RuntimeFailure
-
-if TYPE_CHECKING:
-    from app.eval.records import Report
 
 # sub-command name -> (module, attribute); imported only when used, so `rag eval --help`
 # works before (and without) app/cli/eval_compare.py.
@@ -60,76 +61,6 @@ def _missing(name: str, module: str, help_text: str) -> click.Command:
 @click.group(cls=_EvalGroup)
 def cli() -> None:
     """Run evaluation suites, compare reports, record baselines."""
-
-
-def _print_summary(report: Report, path: Path | None, md: Path | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from app.eval.render import cost_text, evaluated_line, not_measured, summary_rows
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=120)
-    meta = report.meta
-    title = (
-        f"{meta.suite} · {meta.candidate.provider}"
-        f"{' (offline baseline)' if meta.candidate.offline else ''}"
-        f" · judge {meta.judge.provider}"
-    )
-    for ds in meta.datasets:
-        console.print(f"dataset {ds.name} v{ds.version} · {ds.cases} cases · {ds.path}")
-    table = Table(title=title)
-    for col, justify in zip(
-        ("metric", "n", "err", "mean", "std", "95% CI", "threshold", "verdict"),
-        ("left", "right", "right", "right", "right", "left", "left", "left"),
-        strict=True,
-    ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for row in summary_rows(report):
-        table.add_row(*row)
-    console.print(table)
-    totals = report.totals
-    rc = report.refusal_confusion
-    console.print(
-        f"{evaluated_line(report)} · judge errors "
-        f"{totals.judge_errors} · cost {cost_text(totals)} · {totals.duration_s:.1f}s"
-        f" · refusals: ok {rc.true_refusal}, missed {rc.missed_refusal}, "
-        f"false {rc.false_refusal} · bad cases {len(report.bad_cases)}"
-    )
-    engine = totals.engine
-    if engine is not None and (engine.retries or engine.throttled):
-        budget = engine.retry_budget
-        line = (
-            f"provider: {engine.calls} requests · {engine.retries} retries"
-            f" (budget {budget.get('used', 0)}/{budget.get('allowed', '?')})"
-            f" · {engine.throttled} throttled · {engine.errors} failed calls"
-        )
-        for endpoint, adapted in engine.concurrency.items():
-            if adapted.get("decreases"):
-                line += (
-                    f" · {endpoint}: concurrency {adapted['ceiling']} → min {adapted['min']}"
-                    f" → {adapted['final']} ({adapted['decreases']} storm(s))"
-                )
-        console.print(line)
-    for warning in meta.judge.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}")
-    if unmeasured := not_measured(report):
-        console.print(
-            f"[red]NOT MEASURED:[/red] {', '.join(unmeasured)} — left out by --metrics; "
-            "their gates cannot pass"
-        )
-    from app.eval.model_notes import unlisted_note
-
-    if note := unlisted_note(report.meta):
-        console.print(f"[yellow]warning:[/yellow] {note}")
-    if report.partial:
-        console.print(f"[yellow]PARTIAL:[/yellow] {report.partial_reason}")
-    console.print(f"status: {report.status.upper()}")
-    if path is not None:
-        console.print(f"report: {path}")
-    if md is not None:
-        console.print(f"summary: {md}")
 
 
 @cli.command("run")
@@ -489,7 +420,7 @@ def run_cmd(
             f"(its report: {outcome.path})",
             soft_wrap=True,
         )
-    _print_summary(outcome.report, outcome.path, outcome.markdown)
+    _print_summary(outcome.report, outcome.path, outcome.markdown, gate)
     if langfuse:
         from app.eval.langfuse_export import export_run
 
@@ -511,7 +442,9 @@ def run_cmd(
             f" → run {exported.run_name} of dataset {exported.dataset}"
             + (f" {exported.url}" if exported.url else "")
         )
-    ctx.exit(gate_exit_code(outcome.report) if gate == "red-lines" else outcome.exit_code)
+    ctx.exit(
+        gate_exit_code(outcome.report, echo=False) if gate == "red-lines" else outcome.exit_code
+    )
 
 
 def _shard_option(shard: str | None) -> str | None:
@@ -539,21 +472,6 @@ def _shard_option(shard: str | None) -> str | None:
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--shard") from None
     return shard
-
-
-def gate_exit_code(report: Report) -> int:
-    """Exit code of the red-lines gate: 1 when a red-line metric fails or the run is partial."""
-    if report.partial:
-        return 1
-    red = set(report.red_line_metrics)
-    failed = [
-        name
-        for name, verdict in report.verdicts.items()
-        if name in red and verdict.verdict in ("fail", "not_measured")
-    ]
-    status = f"red lines failed: {', '.join(failed)}" if failed else "red lines: pass"
-    click.echo(f"gate red-lines — {status} (quality thresholds reported, not gating)", err=True)
-    return 1 if failed else 0
 
 
 @cli.command("baseline")

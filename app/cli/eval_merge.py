@@ -29,7 +29,7 @@ import click
 )
 def merge_cmd(reports: tuple[Path, ...], out_dir: Path | None, gate: str) -> None:
     """Merge the shard REPORTS of one run (`rag eval run --shard i/N`) into one report."""
-    from app.cli.eval import _print_summary, gate_exit_code
+    from app.cli.eval_summary import _print_summary, gate_exit_code
     from app.eval.merge import merge_reports
     from app.eval.report import load_report, report_filename, report_json, write_report
     from app.paths import reports_dir
@@ -45,6 +45,10 @@ def merge_cmd(reports: tuple[Path, ...], out_dir: Path | None, gate: str) -> Non
         target.mkdir(parents=True, exist_ok=True)
         path, md = write_report(merged, target)
     click.echo(f"merged {len(merged.meta.merged_from)} shards, {len(merged.cases)} cases")
-    _print_summary(merged, path, md)
-    rc = gate_exit_code(merged) if gate == "red-lines" else (0 if merged.status == "pass" else 1)
+    _print_summary(merged, path, md, gate)
+    rc = (
+        gate_exit_code(merged, echo=False)
+        if gate == "red-lines"
+        else (0 if merged.status == "pass" else 1)
+    )
     raise SystemExit(rc)

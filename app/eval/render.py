@@ -10,7 +10,15 @@ from typing import TypedDict
 
 from app.eval.records import Histogram, Report, Totals
 
-__all__ = ["Bar", "bars", "cost_text", "render_markdown", "summary_rows"]
+__all__ = [
+    "Bar",
+    "bars",
+    "cost_text",
+    "gate_role",
+    "red_line_gate",
+    "render_markdown",
+    "summary_rows",
+]
 
 
 def _fmt(value: object, digits: int = 3) -> str:
@@ -44,11 +52,35 @@ def not_measured(report: Report) -> list[str]:
     return [n for n, v in report.verdicts.items() if v.verdict == "not_measured"]
 
 
-def summary_rows(report: Report) -> list[list[str]]:
-    """metric, n, errors, mean, std, 95 % CI, threshold, verdict — one row per metric."""
+def gate_role(report: Report, metric: str) -> str:
+    """What a verdict is under ``--gate red-lines``: ``red line`` (it sets the exit code), else
+    ``baseline-only`` on an offline candidate (a sentence-picker is not held to a model's bar)
+    or ``not gating`` on a model — reported, never setting the exit code."""
+    if metric in report.red_line_metrics:
+        return "red line"
+    return "baseline-only" if report.meta.candidate.offline else "not gating"
+
+
+def red_line_gate(report: Report) -> tuple[list[str], list[str]]:
+    """``(red lines failed, quality verdicts failed)`` — the ``--gate red-lines`` rule: a
+    red-line metric whose verdict is ``fail`` or ``not_measured`` fails the gate (so does a
+    partial run); every other failed verdict is reported only."""
+    red = set(report.red_line_metrics)
+    failed = [n for n, v in report.verdicts.items() if v.verdict in ("fail", "not_measured")]
+    return [n for n in failed if n in red], [n for n in failed if n not in red]
+
+
+def summary_rows(report: Report, gate: str = "thresholds") -> list[list[str]]:
+    """metric, n, errors, mean, std, 95 % CI, threshold, verdict — one row per metric.
+
+    With ``gate="red-lines"`` each verdict says what it is: ``red line`` or
+    ``baseline-only`` / ``not gating`` (:func:`gate_role`)."""
     rows: list[list[str]] = []
     for name, dist in report.summary.items():
         verdict = report.verdicts.get(name)
+        mark = _VERDICT_MARK[verdict.verdict] if verdict else ""
+        if verdict and gate == "red-lines":
+            mark += f" · {gate_role(report, name)}"
         ci = dist.ci95
         rows.append(
             [
@@ -59,7 +91,7 @@ def summary_rows(report: Report) -> list[list[str]]:
                 _fmt(dist.std),
                 f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "—",
                 verdict.threshold if verdict else "",
-                _VERDICT_MARK[verdict.verdict] if verdict else "",
+                mark,
             ]
         )
     return rows

@@ -1,0 +1,124 @@
+"""The terminal summary of a finished run (``rag eval run``, ``rag eval merge``) and the
+``--gate red-lines`` exit code: the table, then which verdicts gate and which are reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from app.eval.records import Report
+
+__all__ = ["_print_summary", "gate_exit_code"]
+
+
+def _print_summary(
+    report: Report, path: Path | None, md: Path | None, gate: str = "thresholds"
+) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from app.eval.render import cost_text, evaluated_line, not_measured, summary_rows
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
+    meta = report.meta
+    title = (
+        f"{meta.suite} · {meta.candidate.provider}"
+        f"{' (offline baseline)' if meta.candidate.offline else ''}"
+        f" · judge {meta.judge.provider}"
+    )
+    for ds in meta.datasets:
+        console.print(f"dataset {ds.name} v{ds.version} · {ds.cases} cases · {ds.path}")
+    table = Table(title=title)
+    for col, justify in zip(
+        ("metric", "n", "err", "mean", "std", "95% CI", "threshold", "verdict"),
+        ("left", "right", "right", "right", "right", "left", "left", "left"),
+        strict=True,
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for row in summary_rows(report, gate):
+        table.add_row(*row)
+    console.print(table)
+    totals = report.totals
+    rc = report.refusal_confusion
+    console.print(
+        f"{evaluated_line(report)} · judge errors "
+        f"{totals.judge_errors} · cost {cost_text(totals)} · {totals.duration_s:.1f}s"
+        f" · refusals: ok {rc.true_refusal}, missed {rc.missed_refusal}, "
+        f"false {rc.false_refusal} · bad cases {len(report.bad_cases)}"
+    )
+    engine = totals.engine
+    if engine is not None and (engine.retries or engine.throttled):
+        budget = engine.retry_budget
+        line = (
+            f"provider: {engine.calls} requests · {engine.retries} retries"
+            f" (budget {budget.get('used', 0)}/{budget.get('allowed', '?')})"
+            f" · {engine.throttled} throttled · {engine.errors} failed calls"
+        )
+        for endpoint, adapted in engine.concurrency.items():
+            if adapted.get("decreases"):
+                line += (
+                    f" · {endpoint}: concurrency {adapted['ceiling']} → min {adapted['min']}"
+                    f" → {adapted['final']} ({adapted['decreases']} storm(s))"
+                )
+        console.print(line)
+    for warning in meta.judge.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    if unmeasured := not_measured(report):
+        console.print(
+            f"[red]NOT MEASURED:[/red] {', '.join(unmeasured)} — left out by --metrics; "
+            "their gates cannot pass"
+        )
+    from app.eval.model_notes import unlisted_note
+
+    if note := unlisted_note(report.meta):
+        console.print(f"[yellow]warning:[/yellow] {note}")
+    if report.partial:
+        console.print(f"[yellow]PARTIAL:[/yellow] {report.partial_reason}")
+    if gate == "red-lines":
+        _print_red_line_gate(console, report)
+    else:
+        console.print(f"status: {report.status.upper()}")
+    if path is not None:
+        console.print(f"report: {path}")
+    if md is not None:
+        console.print(f"summary: {md}")
+
+
+def _print_red_line_gate(console: Any, report: Report) -> None:
+    """The ``--gate red-lines`` verdict in words: which verdicts gate, which are reported."""
+    from app.eval.render import red_line_gate
+
+    red_failed, quality_failed = red_line_gate(report)
+    names = ", ".join(report.red_line_metrics) or "none"
+    console.print(
+        f"red lines ({names}): "
+        + (f"[red]FAIL[/red] {', '.join(red_failed)}" if red_failed else "hold")
+        + (" · run PARTIAL" if report.partial else " · run complete")
+        + " — these set the exit code"
+    )
+    not_met = (
+        f"{len(quality_failed)} not met ({', '.join(quality_failed)})"
+        if quality_failed
+        else "all met"
+    )
+    role = "baseline-only" if report.meta.candidate.offline else "--gate red-lines"
+    console.print(f"quality thresholds: {not_met} — {role}: reported, not gating")
+    gated = "FAIL" if red_failed or report.partial else "PASS"
+    console.print(f"status: {gated} (gate red-lines; every threshold: {report.status.upper()})")
+
+
+def gate_exit_code(report: Report, *, echo: bool = True) -> int:
+    """Exit code of the red-lines gate: 1 when a red-line metric fails or the run is partial
+    (:func:`app.eval.render.red_line_gate`); ``echo`` says so on stderr in one line."""
+    from app.eval.render import red_line_gate
+
+    failed, _ = red_line_gate(report)
+    if echo:
+        status = f"red lines failed: {', '.join(failed)}" if failed else "red lines: pass"
+        click.echo(f"gate red-lines — {status} (quality thresholds reported, not gating)", err=True)
+    return 1 if failed or report.partial else 0
