@@ -13,20 +13,28 @@ that were not served from the cache.
 
 Concurrency: WAL journal, ``busy_timeout`` and one ``INSERT OR REPLACE`` per entry, so two
 processes writing at once both land every row; each process opens its own connection.
+Processes sharing the file also share a ``claims`` table (:mod:`app.llm.claims`): a call
+that missed the cache is claimed before it is made, so two runs started together pay for
+it once (:meth:`ResponseCache.claim`, :meth:`ResponseCache.put` releases the claim in the
+same transaction that stores the entry).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import json
 import logging
 import sqlite3
 import time
+import weakref
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from app import paths
+from app.llm.claims import CLAIM_TTL_S, CLAIMS_SCHEMA, Holder, Owner
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest, Completion, Usage
 
@@ -82,6 +90,9 @@ class ResponseCache:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_cache_path()
         self._conn: sqlite3.Connection | None = None
+        self.owner = Owner.current()
+        self.held: set[str] = set()  # keys this instance has claimed and not released
+        self._exit_hook = False
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"
@@ -101,6 +112,7 @@ class ResponseCache:
                     conn.execute("PRAGMA journal_mode = WAL")
                     conn.execute("PRAGMA synchronous = NORMAL")
                     conn.execute(_SCHEMA)
+                    conn.execute(CLAIMS_SCHEMA)
                     break
                 except sqlite3.OperationalError as exc:
                     if "locked" not in str(exc) or attempt == 199:
@@ -108,6 +120,9 @@ class ResponseCache:
                         raise
                     time.sleep(0.05)
             self._conn = conn
+            if not self._exit_hook:
+                atexit.register(_release_at_exit, weakref.ref(self))
+                self._exit_hook = True
         return self._conn
 
     def get(self, key: str) -> Completion | None:
@@ -128,19 +143,95 @@ class ResponseCache:
     def put(
         self, key: str, completion: Completion, *, spec: ProviderSpec, request: ChatRequest
     ) -> None:
-        self._connect().execute(
-            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                request.purpose,
-                str(spec),
-                spec.model,
-                completion.sample_index,
-                request.prompt_version,
-                time.time(),
-                _encode(replace(completion, cached=False)),
-            ),
+        """Store an entry; a claim this instance holds on ``key`` is released with it
+        (one transaction: a waiter sees the entry or the claim, never neither)."""
+        conn = self._connect()
+        row = (
+            key,
+            request.purpose,
+            str(spec),
+            spec.model,
+            completion.sample_index,
+            request.prompt_version,
+            time.time(),
+            _encode(replace(completion, cached=False)),
         )
+        if key not in self.held:
+            conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+            return
+        with _transaction(conn):
+            conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+            conn.execute("DELETE FROM claims WHERE key = ? AND token = ?", (key, self.owner.token))
+        self.held.discard(key)
+
+    # -- cross-process claims (app/llm/claims.py) ---------------------------------------
+    def holder(self, key: str) -> Holder | None:
+        """Who claims ``key`` (any process), or None."""
+        row = (
+            self._connect()
+            .execute(
+                "SELECT owner_pid, owner_start, host, token, expires FROM claims WHERE key = ?",
+                (key,),
+            )
+            .fetchone()
+        )
+        return None if row is None else Holder(int(row[0]), row[1], row[2], row[3], row[4])
+
+    def claim(self, key: str, ttl_s: float = CLAIM_TTL_S) -> bool:
+        """Claim ``key`` for this instance: True when it holds the claim now, False when a
+        live claim of someone else stands. A stale claim (dead owner, expired) is removed
+        and taken over."""
+        if key in self.held:
+            return True
+        conn = self._connect()
+        me = self.owner
+        for _ in range(3):
+            found = self.holder(key)
+            if found is not None:
+                if found.token == me.token:
+                    self.held.add(key)
+                    return True
+                if not found.stale(me):
+                    return False
+                log.info(
+                    "taking over the claim on cache entry %s of pid %d on %s (%s)",
+                    key[:12],
+                    found.pid,
+                    found.host,
+                    "expired" if found.expires < time.time() else "not running",
+                )
+                conn.execute("DELETE FROM claims WHERE key = ? AND token = ?", (key, found.token))
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?, ?, ?)",
+                (key, me.pid, me.start, me.host, me.token, time.time() + ttl_s),
+            )
+            if cursor.rowcount == 1:
+                self.held.add(key)
+                return True
+        return False  # three races lost in a row: someone live holds it
+
+    def release(self, key: str) -> None:
+        """Give up this instance's claim on ``key`` (no-op when it holds none)."""
+        if key not in self.held:
+            return
+        self.held.discard(key)
+        if self._conn is not None:
+            self._conn.execute(
+                "DELETE FROM claims WHERE key = ? AND token = ?", (key, self.owner.token)
+            )
+
+    def refresh_claims(self, ttl_s: float = CLAIM_TTL_S) -> None:
+        """Push the expiry of every claim this instance holds ``ttl_s`` ahead (heartbeat)."""
+        if self.held and self._conn is not None:
+            self._conn.execute(
+                "UPDATE claims SET expires = ? WHERE token = ?",
+                (time.time() + ttl_s, self.owner.token),
+            )
+
+    def release_all(self) -> None:
+        self.held.clear()
+        if self._conn is not None:
+            self._conn.execute("DELETE FROM claims WHERE token = ?", (self.owner.token,))
 
     def count(self, namespace: str | None = None) -> int:
         conn = self._connect()
@@ -154,5 +245,30 @@ class ResponseCache:
 
     def close(self) -> None:
         if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+            try:
+                if self.held:
+                    self.release_all()
+            finally:
+                self._conn.close()
+                self._conn = None
+
+
+class _transaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error) on an autocommit connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
+
+def _release_at_exit(ref: weakref.ref[ResponseCache]) -> None:
+    cache = ref()
+    if cache is None or not cache.held:
+        return
+    with contextlib.suppress(sqlite3.Error):  # exiting anyway; the pid check frees them
+        cache.release_all()

@@ -7,7 +7,8 @@
 
 Per call, in this order: parse the provider string → cache lookup (key includes the
 sample index, so ``n`` samples are ``n`` entries) → join an identical call already in
-flight → up to ``max_attempts`` failed attempts (a 429 is flow control, not a failure: up
+flight → claim the key across processes (:mod:`app.llm.claims`; another process calling
+for it now is waited for and its entry used) → up to ``max_attempts`` failed attempts (a 429 is flow control, not a failure: up
 to ``max_throttled`` of them are waited out), each holding a global + adaptive per-endpoint
 slot and a ``timeout_s`` deadline, with back-off between retries (slots released while
 waiting; the run's :class:`~app.llm.retry.RetryBudget` grows with its requests) →
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.errors import MalformedReply, ProviderError
 from app.llm.cache import ResponseCache, cache_key
+from app.llm.claims import HEARTBEAT_S, POLL_FIRST_S, next_poll
 from app.llm.limits import MAX_EVENTS, Limiter
 from app.llm.pricing import cost_usd
 from app.llm.providers import Provider, create_provider
@@ -73,6 +75,9 @@ class EngineConfig:
     rpm: float | None = None  # requests per minute, per endpoint
     tpm: float | None = None  # tokens per minute, per endpoint
     cache_path: Path | None = None  # default: app.paths.cache_dir() / "llm/responses.sqlite3"
+    # longest wait for another process's claim on a call (claims.py); None: as long as
+    # this engine's own worst case for one call (every attempt timing out, back-offs)
+    claim_wait_s: float | None = None
     seed: int | None = None  # jitter RNG seed (tests)
 
     def retry_policy(self) -> RetryPolicy:
@@ -83,6 +88,12 @@ class EngineConfig:
             max_delay_s=self.max_delay_s,
             max_retry_after_s=self.max_retry_after_s,
         )
+
+    def claim_wait_limit(self) -> float:
+        if self.claim_wait_s is not None:
+            return self.claim_wait_s
+        attempts = max(1, self.max_attempts) + max(0, self.max_throttled)
+        return attempts * (self.timeout_s + max(self.max_delay_s, self.max_retry_after_s))
 
 
 @dataclass
@@ -185,6 +196,7 @@ class Engine:
         self._providers: dict[str, Provider] = {}
         self._cache = ResponseCache(self.config.cache_path) if self.config.cache else None
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        self._heartbeat: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"Engine(concurrency={self.config.concurrency}, cache={self.config.cache})"
@@ -201,6 +213,9 @@ class Engine:
         await self.aclose()
 
     async def aclose(self) -> None:
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None and not heartbeat.done():
+            heartbeat.cancel()
         providers, self._providers = list(self._providers.values()), {}
         for provider in providers:
             await provider.aclose()
@@ -250,6 +265,11 @@ class Engine:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
+            stored = None if self.config.refresh_cache else await self._claim(key)
+            if stored is not None:  # another process paid for it while we waited
+                self.stats.cache_hits += 1
+                future.set_result(stored)
+                return replace(stored, sample_index=sample_index)
             if self.batcher is not None and self.batcher.handles(spec):
                 completion = await self._batched(spec, impl, request, key, sample_index)
             else:
@@ -263,11 +283,56 @@ class Engine:
             raise
         else:
             future.set_result(completion)
-            self._cache.put(key, completion, spec=spec, request=request)
+            self._cache.put(key, completion, spec=spec, request=request)  # releases the claim
             return completion
         finally:
+            self._cache.release(key)  # failed or cancelled: let a waiting process call
             if self._inflight.get(key) is future:
                 del self._inflight[key]
+
+    async def _claim(self, key: str) -> Completion | None:
+        """Claim ``key`` across processes (None: this process calls), or wait for the
+        process that holds the claim and return the entry it stored. Never blocks the
+        loop; bounded by the owner's liveness, the claim's expiry and ``claim_wait_s``."""
+        cache = self._cache
+        assert cache is not None
+        delay, waited = POLL_FIRST_S, 0.0
+        limit = self.config.claim_wait_limit()
+        while not cache.claim(key):
+            if waited >= limit:
+                holder = cache.holder(key)
+                log.warning(
+                    "waited %.0fs for pid %s to store cache entry %s; calling myself",
+                    waited,
+                    holder.pid if holder else "?",
+                    key[:12],
+                )
+                return None
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = next_poll(delay)
+            stored = cache.get(key)
+            if stored is not None:
+                return stored
+        stored = cache.get(key)  # stored between our miss and our claim
+        if stored is not None:
+            cache.release(key)
+            return stored
+        self._keep_claims_alive()
+        return None
+
+    def _keep_claims_alive(self) -> None:
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    async def _beat(self) -> None:
+        """Refresh this process's claims while it holds any (a stopped or hung owner's
+        claims expire, see app/llm/claims.py)."""
+        cache = self._cache
+        assert cache is not None
+        while cache.held:
+            await asyncio.sleep(HEARTBEAT_S)
+            cache.refresh_claims()
 
     @staticmethod
     async def _join(pending: asyncio.Future[Completion]) -> Completion | None:
@@ -286,6 +351,7 @@ class Engine:
             if self._loop is not None:
                 self._providers.clear()  # their HTTP pools belong to the old loop
                 self._inflight.clear()
+                self._heartbeat = None
             self._loop = loop
             self._limiter = None
 
