@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sqlite3
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -296,9 +297,10 @@ class Engine:
         loop; bounded by the owner's liveness, the claim's expiry and ``claim_wait_s``."""
         cache = self._cache
         assert cache is not None
-        delay, waited = POLL_FIRST_S, 0.0
+        delay, started = POLL_FIRST_S, time.monotonic()
         limit = self.config.claim_wait_limit()
         while not cache.claim(key):
+            waited = time.monotonic() - started
             if waited >= limit:
                 holder = cache.holder(key)
                 log.warning(
@@ -309,7 +311,6 @@ class Engine:
                 )
                 return None
             await asyncio.sleep(delay)
-            waited += delay
             delay = next_poll(delay)
             stored = cache.get(key)
             if stored is not None:
@@ -332,7 +333,10 @@ class Engine:
         assert cache is not None
         while cache.held:
             await asyncio.sleep(HEARTBEAT_S)
-            cache.refresh_claims()
+            try:
+                cache.refresh_claims()
+            except sqlite3.Error as exc:  # the claims then expire; waiters call themselves
+                log.warning("could not refresh the cache claims: %s", exc)
 
     @staticmethod
     async def _join(pending: asyncio.Future[Completion]) -> Completion | None:

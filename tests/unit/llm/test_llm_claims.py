@@ -121,6 +121,25 @@ async def test_a_waiter_gives_up_after_claim_wait_s(
         await first
 
 
+async def test_an_owner_refreshes_its_claims_while_it_calls(
+    fake_llm_server: FakeLLMServer, engine_factory: EngineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("app.llm.engine.HEARTBEAT_S", 0.05)
+    fake_llm_server.script(hang(20))
+    engine = engine_factory()
+    task = asyncio.create_task(engine.generate(provider(fake_llm_server), chat("long call")))
+    expiries = []
+    for _ in range(2):
+        await asyncio.sleep(0.3)
+        with sqlite3.connect(default_cache_path(), timeout=10) as conn:
+            expiries.append(conn.execute("SELECT expires FROM claims").fetchone()[0])
+    assert expiries[1] > expiries[0] > time.time()  # pushed ahead while the call runs
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert claims_rows(default_cache_path()) == []
+
+
 def test_stale_claims_are_taken_over_and_live_ones_are_not(tmp_path: Path) -> None:
     path = tmp_path / "responses.sqlite3"
     mine, other = ResponseCache(path), ResponseCache(path)
