@@ -10,12 +10,28 @@ its own, so the runner, the pipeline seam (:mod:`app.eval.observe`) and the repo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_MODEL = "offline:extractive"
 DEFAULT_JUDGE = "offline:reference-judge"
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Role:
+    """Whether a :class:`RunConfig` field decides a case's result. Every field carries one
+    (``Decides[...]`` / ``Operational[...]``; a test checks it): shards of one run may differ
+    only in operational fields (how fast, how safe, how cached, which shard)."""
+
+    decides_results: bool
+
+
+Decides = Annotated[_T, Role(decides_results=True)]
+Operational = Annotated[_T, Role(decides_results=False)]
 
 
 class RunConfig(BaseModel):
@@ -23,39 +39,51 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    suite: str
-    model: str = DEFAULT_MODEL
-    judge: str | None = DEFAULT_JUDGE
-    judge_samples: int = Field(default=3, ge=1)
-    prompts: tuple[str, ...] = ()
-    metrics: tuple[str, ...] = ()  # --metrics names/kinds (app.eval.metrics.registry); () = all
-    concurrency: int = Field(default=8, ge=1)
-    rpm: float | None = None  # requests per minute per endpoint (None: unlimited)
-    tpm: float | None = None  # tokens per minute per endpoint (None: unlimited)
-    timeout_s: float = 60.0  # per request attempt
-    max_attempts: int = Field(default=4, ge=1)  # failed attempts per request (429s apart)
-    retry_budget: int | None = Field(default=None, ge=0)  # cap on the run's retries
+    suite: Decides[str]
+    model: Decides[str] = DEFAULT_MODEL
+    judge: Decides[str | None] = DEFAULT_JUDGE
+    judge_samples: Decides[int] = Field(default=3, ge=1)
+    prompts: Decides[tuple[str, ...]] = ()
+    metrics: Decides[
+        tuple[str, ...]
+    ] = ()  # --metrics names/kinds (app.eval.metrics.registry); () = all
+    concurrency: Operational[int] = Field(default=8, ge=1)
+    rpm: Operational[float | None] = None  # requests per minute per endpoint (None: unlimited)
+    tpm: Operational[float | None] = None  # tokens per minute per endpoint (None: unlimited)
+    timeout_s: Operational[float] = 60.0  # per request attempt
+    max_attempts: Operational[int] = Field(
+        default=4, ge=1
+    )  # failed attempts per request (429s apart)
+    retry_budget: Operational[int | None] = Field(default=None, ge=0)  # cap on the run's retries
     # share of the cases a threshold / red line applies to that may be unevaluated (errored)
-    max_errors: float = Field(default=0.0, ge=0.0, le=1.0)
-    cache: bool = True
-    refresh_cache: bool = False
-    batch: bool = False  # provider batch APIs for cache-missing calls (app.llm.batch)
-    batch_poll_s: float = 10.0
-    batch_flush_s: float = 2.0
-    limit: int | None = None
-    max_cost: float | None = None
-    allow_weak_judge: bool = False
-    k: int = Field(default=5, ge=1)
-    seed: int = 0
-    thresholds_path: str | None = None
-    retriever: Literal["auto", "hybrid", "bm25"] = "auto"  # app.retrieval.hybrid.make_retriever
-    max_tokens: int | None = Field(default=None, ge=1)  # caps answer/rewrite/summary/judge
-    temperature: float | None = Field(default=None, ge=0, le=2)  # candidate answer; judges 0
-    allow_unlisted_model: bool = False  # render outside APPLICABLE_MODELS (recorded in meta)
-    dataset_version: str | None = None  # None: the suite's newest version
-    dataset_path: str | None = None  # a JSONL file outside the suites folder (--dataset)
-    kb_path: str | None = None  # None: the sample KB (app.paths.kb_dir())
-    shard: str | None = None  # "i/N": this process runs shard i of N (stable by case id)
+    max_errors: Operational[float] = Field(default=0.0, ge=0.0, le=1.0)
+    cache: Operational[bool] = True
+    refresh_cache: Operational[bool] = False
+    batch: Operational[bool] = False  # provider batch APIs for cache-missing calls (app.llm.batch)
+    batch_poll_s: Operational[float] = 10.0
+    batch_flush_s: Operational[float] = 2.0
+    limit: Decides[int | None] = None
+    max_cost: Operational[float | None] = None
+    allow_weak_judge: Decides[bool] = False
+    k: Decides[int] = Field(default=5, ge=1)
+    seed: Decides[int] = 0
+    thresholds_path: Decides[str | None] = None
+    retriever: Decides[Literal["auto", "hybrid", "bm25"]] = (
+        "auto"  # app.retrieval.hybrid.make_retriever
+    )
+    max_tokens: Decides[int | None] = Field(default=None, ge=1)  # caps answer/rewrite/summary/judge
+    temperature: Decides[float | None] = Field(
+        default=None, ge=0, le=2
+    )  # candidate answer; judges 0
+    allow_unlisted_model: Decides[bool] = (
+        False  # render outside APPLICABLE_MODELS (recorded in meta)
+    )
+    dataset_version: Decides[str | None] = None  # None: the suite's newest version
+    dataset_path: Decides[str | None] = None  # a JSONL file outside the suites folder (--dataset)
+    kb_path: Decides[str | None] = None  # None: the sample KB (app.paths.kb_dir())
+    shard: Operational[str | None] = (
+        None  # "i/N": this process runs shard i of N (stable by case id)
+    )
 
     @field_validator("shard")
     @classmethod
@@ -76,6 +104,19 @@ class RunConfig(BaseModel):
     def replace(self, **changes: object) -> RunConfig:
         """A copy with ``changes`` applied, validated like a new configuration."""
         return RunConfig.model_validate({**self.model_dump(), **changes})
+
+
+def field_roles() -> dict[str, Role | None]:
+    """Each :class:`RunConfig` field's :class:`Role` (``None``: a field left unclassified)."""
+    return {
+        name: next((m for m in field.metadata if isinstance(m, Role)), None)
+        for name, field in RunConfig.model_fields.items()
+    }
+
+
+def operational_fields() -> frozenset[str]:
+    """The :class:`RunConfig` fields that do not change a case's result."""
+    return frozenset(n for n, role in field_roles().items() if role and not role.decides_results)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

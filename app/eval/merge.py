@@ -25,32 +25,16 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from app.errors import ReportError
+from app.eval.config import operational_fields
 from app.eval.records import Report, RunMeta, Totals
 from app.llm.engine import EngineStats
 
-# settings that do not change a case's result (how fast, how safe, how cached, which shard)
-_OPERATIONAL = frozenset(
-    {
-        "shard",
-        "concurrency",
-        "rpm",
-        "tpm",
-        "timeout_s",
-        "max_attempts",
-        "cache",
-        "refresh_cache",
-        "batch",
-        "batch_poll_s",
-        "batch_flush_s",
-        "max_cost",
-        "retry_budget",
-        "max_errors",
-    }
-)
-
 
 def _deciding_config(report: Report) -> dict[str, object]:
-    return {k: v for k, v in report.meta.config.to_json().items() if k not in _OPERATIONAL}
+    """The settings that decide results (the fields :class:`~app.eval.config.RunConfig`
+    marks ``Decides``); shards may differ in the operational ones (speed, cache, shard)."""
+    operational = operational_fields()
+    return {k: v for k, v in report.meta.config.to_json().items() if k not in operational}
 
 
 def _same(label: str, reports: Sequence[Report], value: object, *, what: str) -> None:
