@@ -15,7 +15,10 @@ OpenAI Batch (``openai:<model>@<url>/v1``)::
 
 A batch ends after ``polls_to_end`` status reads. Faults, chosen per request by
 ``errored(custom_id)`` (a per-request error) and per batch by ``expire_first`` (the first N
-batches end expired with only ``expire_keep`` of their requests done). Answers come from
+batches end expired with only ``expire_keep`` of their requests done), per succeeded request
+by ``garble(custom_id, reply)`` (what stands in the result instead of the reply: Anthropic's
+``message``, OpenAI's ``response.body``; an HTML string, a null message, …) and per results
+file by ``extra_lines`` (lines added as they are, e.g. an HTML page). Answers come from
 ``responder(body) -> str`` (default: the single-call fake's echo). ``stats`` counts batches
 created, requests received, status polls and result downloads.
 """
@@ -66,7 +69,11 @@ class FakeBatchServer:
         errored: Callable[[str], bool] = lambda _cid: False,
         expire_first: int = 0,
         expire_keep: int = 0,
+        garble: Callable[[str, dict[str, Any]], object] = lambda _cid, reply: reply,
+        extra_lines: tuple[str, ...] = (),
     ) -> None:
+        self.garble = garble
+        self.extra_lines = extra_lines
         self.polls_to_end = polls_to_end
         self.responder = responder
         self.errored = errored
@@ -160,21 +167,19 @@ class FakeBatchServer:
                 params = r["params"]
                 text = self._answer(params)
                 prompt = " ".join(str(m.get("content", "")) for m in params.get("messages", []))
-                result = {
-                    "type": "succeeded",
-                    "message": {
-                        "id": "msg_" + uuid.uuid4().hex[:12],
-                        "type": "message",
-                        "role": "assistant",
-                        "model": params.get("model", "fake"),
-                        "content": [{"type": "text", "text": text}],
-                        "stop_reason": "end_turn",
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": _count(prompt), "output_tokens": _count(text)},
-                    },
+                message = {
+                    "id": "msg_" + uuid.uuid4().hex[:12],
+                    "type": "message",
+                    "role": "assistant",
+                    "model": params.get("model", "fake"),
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": _count(prompt), "output_tokens": _count(text)},
                 }
+                result = {"type": "succeeded", "message": self.garble(cid, message)}
             lines.append(json.dumps({"custom_id": cid, "result": result}, ensure_ascii=False))
-        return ("\n".join(lines) + "\n").encode("utf-8")
+        return ("\n".join([*lines, *self.extra_lines]) + "\n").encode("utf-8")
 
     # -- OpenAI shapes ------------------------------------------------------------------
     def _openai_batch(self, b: _Batch) -> dict[str, Any]:
@@ -248,6 +253,21 @@ class FakeBatchServer:
                 text = self._answer(body)
                 prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
                 p, c = _count(prompt), _count(text)
+                reply = {
+                    "id": "chatcmpl-" + rid,
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "logprobs": None,
+                            "message": {"role": "assistant", "content": text},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+                }
                 out.append(
                     {
                         "id": rid,
@@ -256,34 +276,17 @@ class FakeBatchServer:
                         "response": {
                             "status_code": 200,
                             "request_id": rid,
-                            "body": {
-                                "id": "chatcmpl-" + rid,
-                                "object": "chat.completion",
-                                "created": int(time.time()),
-                                "model": body.get("model", "fake"),
-                                "choices": [
-                                    {
-                                        "index": 0,
-                                        "finish_reason": "stop",
-                                        "logprobs": None,
-                                        "message": {"role": "assistant", "content": text},
-                                    }
-                                ],
-                                "usage": {
-                                    "prompt_tokens": p,
-                                    "completion_tokens": c,
-                                    "total_tokens": p + c,
-                                },
-                            },
+                            "body": self.garble(cid, reply),
                         },
                     }
                 )
         for rows, attr in ((out, "output_file_id"), (err, "error_file_id")):
             if rows:
                 fid = "file-" + uuid.uuid4().hex[:20]
-                self.files[fid] = (
-                    "\n".join(json.dumps(x, ensure_ascii=False) for x in rows) + "\n"
-                ).encode("utf-8")
+                lines = [json.dumps(x, ensure_ascii=False) for x in rows]
+                if attr == "output_file_id":
+                    lines += self.extra_lines
+                self.files[fid] = ("\n".join(lines) + "\n").encode("utf-8")
                 setattr(b, attr, fid)
 
     # -- HTTP ---------------------------------------------------------------------------

@@ -17,13 +17,18 @@ batched call and a direct one ask the same thing and share a cache key.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.errors import ProviderError
+from app.errors import MalformedReply, ProviderError
 from app.llm.providers.base import Provider, sdk_call
-from app.llm.types import ChatRequest, Completion, Usage
+from app.llm.providers.replies import anthropic_completion, batch_reply, openai_completion
+from app.llm.types import ChatRequest, Completion
+from app.redact import redact
+
+log = logging.getLogger(__name__)
 
 # per-request error types that are worth one more submission
 _TRANSIENT = frozenset(
@@ -125,41 +130,79 @@ class AnthropicBatches:
     async def results(self, batch_id: str) -> dict[str, Completion | ProviderError]:
         out: dict[str, Completion | ProviderError] = {}
         stream = await self._sdk(lambda: self._client.messages.batches.results(batch_id))
-        async for row in stream:
-            result = row.result
-            if result.type == "succeeded":
-                out[row.custom_id] = _anthropic_completion(result.message, row.custom_id)
-            elif result.type == "errored":
-                err = getattr(result.error, "error", None)
-                out[row.custom_id] = item_error(
+        try:  # the lines as they came, read like a live reply (not the SDK's lenient types)
+            lines = [line async for line in stream.http_response.aiter_lines()]
+        finally:
+            await stream.close()
+        for row in json_rows(lines, self.label):
+            cid, result = row.get("custom_id"), row.get("result")
+            if not isinstance(cid, str):
+                continue
+            result = result if isinstance(result, Mapping) else {}
+            kind = result.get("type")
+            if kind == "succeeded":
+                out[cid] = _parsed(anthropic_completion, self.label, cid, result.get("message"))
+            elif kind == "errored":
+                err = result.get("error")
+                err = err.get("error") if isinstance(err, Mapping) else None
+                err = err if isinstance(err, Mapping) else {}
+                out[cid] = item_error(
                     self.label,
-                    row.custom_id,
-                    getattr(err, "type", "error"),
-                    getattr(err, "message", "errored"),
+                    cid,
+                    str(err.get("type") or "error"),
+                    str(err.get("message") or "errored"),
                 )
-            else:  # canceled / expired
-                out[row.custom_id] = item_error(
-                    self.label, row.custom_id, result.type, "not processed before the batch ended"
+            elif kind in ("canceled", "expired"):
+                out[cid] = item_error(self.label, cid, kind, "not processed before the batch ended")
+            else:
+                out[cid] = MalformedReply(
+                    f"{self.label}: batch request {cid[:12]}…: result type {kind!r} is none of "
+                    "succeeded, errored, canceled, expired",
+                    provider=self.label,
                 )
         return out
 
 
-def _anthropic_completion(message: Any, custom_id: str) -> Completion:
-    text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
-    u = message.usage
-    return Completion(
-        text=text,
-        provider="anthropic",
-        model=message.model,
-        finish_reason=message.stop_reason,
-        usage=Usage(
-            input_tokens=u.input_tokens or 0,
-            output_tokens=u.output_tokens or 0,
-            cache_read_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
-            cache_write_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
-        ),
-        request_id=message.id,
-    )
+def json_rows(lines: Sequence[str], label: str) -> list[dict[str, Any]]:
+    """The JSON objects of a batch's result lines. A line that is not one (a cut line, an
+    HTML page) names no request: it is logged, and its request gets "no result" (retried)."""
+    rows: list[dict[str, Any]] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            log.warning(
+                "%s: a batch result line is not a JSON object: %r", label, redact(line[:120])
+            )
+    return rows
+
+
+def _parsed(
+    parse: Callable[..., Completion],
+    label: str,
+    custom_id: str,
+    body: object,
+    request_id: str | None = None,
+) -> Completion | ProviderError:
+    """One batch result's reply body through the live replies' parser: a Completion, or the
+    same :class:`~app.errors.MalformedReply` a malformed live reply is."""
+    model = body.get("model") if isinstance(body, Mapping) else None
+    try:
+        return parse(
+            batch_reply(body),
+            label=f"{label} batch request {custom_id[:12]}…",
+            model=model if isinstance(model, str) else "",
+            request_id=request_id,
+        )
+    except MalformedReply as exc:
+        exc.provider = label
+        return exc
 
 
 _OPENAI_FINAL = frozenset({"completed", "failed", "expired", "cancelled"})
@@ -227,14 +270,7 @@ class OpenAIBatches:
         if not file_id:
             return []
         content = await self._sdk(lambda: self._client.files.content(file_id))
-        rows = []
-        for line in content.text.splitlines():
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue  # a cut line: its request gets "no result" below
-        return rows
+        return json_rows(content.text.splitlines(), self.label)
 
     async def results(self, batch_id: str) -> dict[str, Completion | ProviderError]:
         b = await self._sdk(lambda: self._client.batches.retrieve(batch_id))
@@ -243,52 +279,31 @@ class OpenAIBatches:
             cid = row.get("custom_id")
             if not isinstance(cid, str):
                 continue
-            response = row.get("response") or {}
+            response = row.get("response")
+            response = response if isinstance(response, Mapping) else {}
             error = row.get("error")
-            if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
-                try:
-                    out[cid] = _openai_completion(response["body"], response.get("request_id"))
-                except (KeyError, TypeError, ValueError, IndexError) as exc:
-                    out[cid] = item_error(self.label, cid, "malformed", str(exc))
-            else:
-                code = (error or {}).get("code") or f"HTTP {response.get('status_code')}"
-                body_err = (response.get("body") or {}).get("error") or {}
-                message = (error or {}).get("message") or body_err.get("message") or "failed"
-                kind = str(code)
-                if isinstance(response.get("status_code"), int) and (
-                    response["status_code"] >= 500 or response["status_code"] == 429
-                ):
-                    kind = "server_error"
-                out[cid] = item_error(self.label, cid, kind, str(message))
+            error = error if isinstance(error, Mapping) else {}
+            status, body = response.get("status_code"), response.get("body")
+            if status == 200:
+                rid = response.get("request_id")
+                out[cid] = _parsed(
+                    openai_completion, self.label, cid, body, rid if isinstance(rid, str) else None
+                )
+                continue
+            body_err = body.get("error") if isinstance(body, Mapping) else None
+            body_err = body_err if isinstance(body_err, Mapping) else {}
+            code = error.get("code") or f"HTTP {status}"
+            message = error.get("message") or body_err.get("message") or "failed"
+            kind = str(code)
+            if isinstance(status, int) and (status >= 500 or status == 429):
+                kind = "server_error"
+            out[cid] = item_error(self.label, cid, kind, str(message))
         if b.status == "failed" and not out:
             reason = self._failed.get(batch_id, "the batch failed validation")
             raise ProviderError(
                 f"{self.label}: batch {batch_id} failed: {reason}", provider=self.label
             )
         return out
-
-
-def _openai_completion(body: dict[str, Any], request_id: str | None) -> Completion:
-    choice = body["choices"][0]
-    message = choice.get("message") or {}
-    content = message.get("content")
-    if not isinstance(content, str):
-        raise ValueError("the reply's message has no text content")
-    usage = body.get("usage") or {}
-    cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
-    prompt = int(usage.get("prompt_tokens") or 0)
-    return Completion(
-        text=content,
-        provider="openai",
-        model=str(body.get("model", "")),
-        finish_reason=choice.get("finish_reason"),
-        usage=Usage(
-            input_tokens=max(0, prompt - cached),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-            cache_read_tokens=cached,
-        ),
-        request_id=request_id or body.get("id"),
-    )
 
 
 def api_for(provider: Provider) -> BatchAPI:

@@ -14,6 +14,10 @@ HTTP reply (``with_raw_response``) and read it here, checking every field they u
   Anthropic: ``content`` is a list with at least one text block whose ``text`` is a string;
 * ``usage`` may be missing (0 tokens), but a present token count must be an integer.
 
+A provider's batch API returns the same reply bodies inside its result lines: read them here
+too (:func:`batch_reply`), so a malformed batch result is the same error as a malformed live
+reply.
+
 Anything else raises :class:`~app.errors.MalformedReply` (a retryable
 :class:`~app.errors.ProviderError`, status 200) naming the provider, the request id, what
 was wrong and the start of the body (redacted).
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import MalformedReply
@@ -30,6 +35,24 @@ from app.llm.types import Completion, Usage
 from app.redact import redact
 
 _SNIPPET = 120
+
+
+@dataclass(frozen=True)
+class BatchReply:
+    """One result of a batch API, standing where a live call's HTTP reply would: its body
+    (re-encoded JSON, or the text that came: an HTML page stays an HTML page)."""
+
+    content: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def batch_reply(body: object) -> BatchReply:
+    """A batch result line's reply body (parsed JSON, a string, or null) as a reply."""
+    if body is None:
+        return BatchReply(b"")
+    if isinstance(body, str):
+        return BatchReply(body.encode("utf-8"))
+    return BatchReply(json.dumps(body, ensure_ascii=False).encode("utf-8"))
 
 
 class _Reply:

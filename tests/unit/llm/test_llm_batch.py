@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from app.errors import ProviderError
+from app.errors import MalformedReply, ProviderError
 from app.llm.batch import BatchConfig, Batcher
 from app.llm.engine import Engine, EngineConfig
 from app.llm.pricing import PRICES_FILE
-from app.llm.types import ChatRequest, Message
+from app.llm.types import ChatRequest, Completion, Message
 from tests.support.fake_batch_server import FakeBatchServer
 
 FAST = {"flush_idle_s": 0.05, "poll_initial_s": 0.01, "poll_factor": 1.0, "poll_max_s": 0.01}
@@ -153,3 +153,54 @@ async def test_a_restarted_process_reattaches_to_the_running_batch(
         assert [r.text for r in results] == [f"echo: 问题 {i}" for i in range(6)]
         assert server.stats["batches"] == 1 and server.stats["requests"] == 6  # nothing twice
         assert second.batcher is not None and second.batcher.stats.reattached == 6
+
+
+HTML = "<html><body><h1>502 Bad Gateway</h1></body></html>"
+
+
+def _live_error(api: str, body: bytes) -> str:
+    """What the live replies' parser says of the same body (an HTTP 200 reply)."""
+    from types import SimpleNamespace
+
+    from app.llm.providers.replies import anthropic_completion, openai_completion
+
+    parse = openai_completion if api == "openai" else anthropic_completion
+    with pytest.raises(MalformedReply) as caught:
+        parse(SimpleNamespace(headers={}, content=body), label="live", model="m")
+    return str(caught.value).split("unusable 200 reply: ", 1)[1].split("; body starts")[0]
+
+
+async def test_a_malformed_batch_result_is_the_live_reply_s_error(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    # request -> what its result holds instead of the reply: an HTML page, a null message
+    null_message: dict[str, Any] = (
+        {"id": "chatcmpl-x", "choices": [{"index": 0, "message": None}]}
+        if api == "openai"
+        else {"id": "msg_x", "type": "message", "content": None}
+    )
+    garbled: dict[str, object] = {}
+
+    def garble(custom_id: str, reply: dict[str, Any]) -> object:
+        if custom_id not in garbled and len(garbled) < 2:
+            garbled[custom_id] = HTML if not garbled else null_message
+        return garbled.get(custom_id, reply)
+
+    # and a line of the results file that is no JSON at all (it names no request)
+    with FakeBatchServer(garble=garble, extra_lines=(HTML,)) as server:
+        provider = _provider(api, server, monkeypatch)
+        # bounded: a results reader that raised anything but a ProviderError left the calls
+        # waiting for ever
+        results = await asyncio.wait_for(_run(_engine(tmp_path, max_rounds=1), provider, 6), 60)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    assert len(failures) == 2 and sum(isinstance(r, Completion) for r in results) == 4
+    for failure in failures:  # the live path's type: a retryable 200 that is no completion
+        assert type(failure) is MalformedReply and failure.retryable and failure.status == 200
+    said = {str(f) for f in failures}
+    for reply in garbled.values():
+        body = reply.encode() if isinstance(reply, str) else json.dumps(reply).encode()
+        what = _live_error(api, body)
+        assert any(what in text for text in said), (what, said)
+    assert "body is not JSON" in _live_error(api, HTML.encode())  # the HTML page's reason
