@@ -9,7 +9,7 @@ asked of an English one; it uses the fact's ``xanswer`` / ``xkw``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,6 @@ class Fact:
     xanswer: str = ""
     xkw: tuple[str, ...] = ()
     smoke: bool = True
-    extra: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # more (path, heading)
 
 
 def F(
