@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from app.cli import options
 from app.errors import UserError
 from app.llm.types import HISTORY_SHAPE, Message, coerce_history
 
@@ -56,12 +57,7 @@ def _read_history(path: Path) -> tuple[Message, ...]:
     show_default=True,
     help="Reader group(s); repeat or comma-separate (public, employee, hr, finance, exec).",
 )
-@click.option(
-    "--model",
-    default="offline:extractive",
-    show_default=True,
-    help="Provider string, e.g. anthropic:claude-sonnet-4-6.",
-)
+@options.model
 @click.option(
     "--prompt",
     "qa_prompt",
@@ -69,51 +65,22 @@ def _read_history(path: Path) -> tuple[Message, ...]:
     show_default=True,
     help="QA prompt id or exact version.",
 )
-@click.option(
-    "--kb",
-    "kb_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Knowledge-base folder (default: the sample KB).",
-)
+@options.kb
 @click.option(
     "--injection-policy",
     type=click.Choice(["refuse", "clean", "alert"]),
     default="clean",
     show_default=True,
 )
-@click.option(
-    "--retriever",
-    type=click.Choice(["auto", "hybrid", "bm25"]),
-    default="auto",
-    show_default=True,
-    help="auto: BM25 fused with the local dense embedder when it is installed; bm25: lexical only.",
-)
-@click.option(
-    "--timeout",
-    "timeout_s",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Seconds per request attempt; an abandoned attempt closes its connection.",
-)
-@click.option(
-    "--max-attempts",
-    default=4,
-    show_default=True,
-    type=click.IntRange(1, 20),
-    help="Attempts per request (retries on 429/5xx/timeouts only).",
-)
+@options.retriever
+@options.timeout
+@options.max_attempts
 @click.option("--max-tokens", default=None, type=click.IntRange(1), help="Cap the answer's tokens.")
 @click.option(
     "--temperature", default=None, type=click.FloatRange(0, 2), help="The answer's temperature."
 )
-@click.option(
-    "--allow-unlisted-model",
-    is_flag=True,
-    help="Use a model outside the prompt's APPLICABLE_MODELS (printed with the answer).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the Answer as JSON.")
+@options.allow_unlisted_model
+@options.as_json("the Answer")
 def cli(
     question: str,
     history_file: Path | None,

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from app.cli import options
 from app.cli.eval_summary import _print_summary
 from app.cli.eval_summary import (
     gate_exit_code as gate_exit_code,  # re-exported (rag eval merge, tests)
@@ -83,22 +84,14 @@ def cli() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Run a JSONL dataset file from anywhere (checked first, like a suite).",
 )
-@click.option(
-    "--kb",
-    "kb_path",
-    default=None,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Knowledge-base folder (default tests/eval/kb/sample); chunk ids are <folder name>:<path>#<n>.",
-)
+@options.kb
 @click.option(
     "--prompt",
     "prompts",
     multiple=True,
     help="Prompt version to evaluate, e.g. system/kb_qa_v3 (repeatable).",
 )
-@click.option(
-    "--model", default="offline:extractive", show_default=True, help="Candidate provider string."
-)
+@options.model
 @click.option(
     "--judge",
     default="offline:reference-judge",
@@ -124,22 +117,8 @@ def cli() -> None:
 )
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute cap.")
 @click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute cap.")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
-    help="Seconds per request attempt.",
-)
-@click.option(
-    "--max-attempts",
-    default=4,
-    show_default=True,
-    type=click.IntRange(1, 20),
-    help="Failed attempts per request (retries on 5xx/timeouts/garbled replies; 429s are "
-    "waited out apart, up to 2x this).",
-)
+@options.timeout
+@options.max_attempts
 @click.option(
     "--max-errors",
     default=0.0,
@@ -158,13 +137,7 @@ def cli() -> None:
 @click.option(
     "--resume", "resume", default=None, metavar="RUN_ID", help="Finish an interrupted run."
 )
-@click.option(
-    "--out",
-    "out_dir",
-    default=None,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Report folder (default reports/).",
-)
+@options.report_out
 @click.option(
     "--max-cost",
     default=None,
@@ -223,13 +196,7 @@ def cli() -> None:
     help="k of Hit@k, Recall@k, nDCG@k.",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap CIs.")
-@click.option(
-    "--retriever",
-    type=click.Choice(["auto", "hybrid", "bm25"]),
-    default="auto",
-    show_default=True,
-    help="auto: BM25 fused with the local dense embedder when it is installed; bm25: lexical only.",
-)
+@options.retriever
 @click.option(
     "--max-tokens",
     default=None,
@@ -242,21 +209,9 @@ def cli() -> None:
     type=click.FloatRange(0, 2),
     help="Sampling temperature of the candidate's answer (default 0); judges stay at 0.",
 )
-@click.option(
-    "--allow-unlisted-model",
-    is_flag=True,
-    help="Run a model outside a prompt's APPLICABLE_MODELS instead of refusing; the report "
-    "and every table built from it say so.",
-)
+@options.allow_unlisted_model
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option(
-    "--gate",
-    type=click.Choice(["thresholds", "red-lines"]),
-    default="thresholds",
-    show_default=True,
-    help="What sets exit 1: every threshold, or only red-line metrics (e.g. acl_leak) — the "
-    "gate for offline-baseline runs, whose quality numbers are not a model's.",
-)
+@options.gate
 @click.option(
     "--langfuse",
     "langfuse",

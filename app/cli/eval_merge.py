@@ -10,23 +10,13 @@ from pathlib import Path
 
 import click
 
+from app.cli import options
+
 
 @click.command("merge")
 @click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "out_dir",
-    default=None,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for the merged report (default reports/).",
-)
-@click.option(
-    "--gate",
-    type=click.Choice(["thresholds", "red-lines"]),
-    default="thresholds",
-    show_default=True,
-    help="What sets exit 1, as for `rag eval run`.",
-)
+@options.report_out
+@options.gate
 def merge_cmd(reports: tuple[Path, ...], out_dir: Path | None, gate: str) -> None:
     """Merge the shard REPORTS of one run (`rag eval run --shard i/N`) into one report."""
     from app.cli.eval_summary import _print_summary, gate_exit_code

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from app.cli import options
+
 
 @click.group(name="kb")
 def cli() -> None:
@@ -22,14 +24,8 @@ def cli() -> None:
     multiple=True,
     help="Only chunks a reader with these groups may read (repeatable; public is implied).",
 )
-@click.option(
-    "--kb",
-    "kb_path",
-    default=None,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Knowledge-base folder (default tests/eval/kb/sample).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the chunks as JSON.")
+@options.kb
+@options.as_json("the chunks")
 def chunks(search: str, acl: tuple[str, ...], kb_path: Path | None, as_json: bool) -> None:
     """List chunk ids with heading, ACL and first line (case-insensitive search)."""
     from app.paths import kb_dir
