@@ -130,6 +130,11 @@ def load_calibration(path: Path | None = None) -> Calibration:
         ) from None
 
 
+#: (chunks, dense, lex) of one query over one reader's view
+Features = tuple[tuple[Chunk, ...], Vectors, Vectors]
+FEATURE_CACHE = 256
+
+
 class HybridRetriever(Retriever):
     """BM25 + dense over one knowledge base (same interface as :class:`Retriever`)."""
 
@@ -152,6 +157,10 @@ class HybridRetriever(Retriever):
         }
         self._queries: dict[str, Vectors] = {}
         self._qlock = threading.Lock()
+        # (query, readable groups) -> features: the reranker asks score() for each candidate
+        # and query variant, and each of those would recompute the features of the whole view
+        self._features: dict[tuple[str, frozenset[str]], Features] = {}
+        self._positions: dict[int, tuple[tuple[Chunk, ...], dict[str, int]]] = {}
 
     def _query_vector(self, query: str) -> Vectors:
         with self._qlock:
@@ -171,23 +180,39 @@ class HybridRetriever(Retriever):
         out: Vectors = (cos - self._background[lang][rows]).astype(np.float32)
         return out
 
-    def features(
-        self, query: str, user_acl: Iterable[str]
-    ) -> tuple[tuple[Chunk, ...], Vectors, Vectors]:
-        """The readable chunks with their ``dense`` and ``lex`` features (the ACL view first)."""
+    def features(self, query: str, user_acl: Iterable[str]) -> Features:
+        """The readable chunks with their ``dense`` and ``lex`` features (the ACL view first).
+
+        Memoised per (query, reader view) (at most :data:`FEATURE_CACHE` entries): the
+        arrays are read-only, and a pure function of the query, the view and the index."""
+        key = (query, frozenset(user_acl) | {"public"})
+        with self._qlock:
+            hit = self._features.get(key)
+        if hit is not None:
+            return hit
         view = self._view(user_acl)
         if not query.strip() or not view.chunks:
             empty = np.zeros(0, dtype=np.float32)
+            empty.flags.writeable = False
             return (), empty, empty
         terms = tokenize(query)
+        weights = view.bm25.query_weights(terms) if terms else {}  # once per query
         lex = np.array(
             [
-                view.bm25.normalized_score(terms, i) if terms else 0.0
+                view.bm25.normalized_score(terms, i, weights) if terms else 0.0
                 for i in range(len(view.chunks))
             ],
             dtype=np.float32,
         )
-        return view.chunks, self._dense(query, view.chunks), lex
+        dense = self._dense(query, view.chunks)
+        lex.flags.writeable = False
+        dense.flags.writeable = False
+        out: Features = (view.chunks, dense, lex)
+        with self._qlock:
+            if len(self._features) >= FEATURE_CACHE:
+                self._features.clear()
+            self._features[key] = out
+        return out
 
     def search(self, query: str, user_acl: Iterable[str], k: int = 5) -> list[Hit]:
         chunks, dense, lex = self.features(query, user_acl)
@@ -209,11 +234,22 @@ class HybridRetriever(Retriever):
     def score(self, query: str, chunk: Chunk, user_acl: Iterable[str]) -> float:
         """The score ``search`` gives ``chunk`` (computed over the same view, so equal)."""
         chunks, dense, lex = self.features(query, user_acl)
-        for i, c in enumerate(chunks):
-            if c.chunk_id == chunk.chunk_id:
-                fused = self.calibration.fused(dense, lex)
-                return round(float(self.calibration.score(fused)[i]), 6)
-        return 0.0
+        i = self._position(chunks).get(chunk.chunk_id)
+        if i is None:
+            return 0.0
+        # the same element-wise arithmetic as search() on a one-element slice: equal floats
+        fused = self.calibration.fused(dense[i : i + 1], lex[i : i + 1])
+        return round(float(self.calibration.score(fused)[0]), 6)
+
+    def _position(self, chunks: tuple[Chunk, ...]) -> dict[str, int]:
+        """chunk id -> index in ``chunks`` (one map per reader view, kept by its identity)."""
+        with self._qlock:
+            found = self._positions.get(id(chunks))
+            if found is not None and found[0] is chunks:
+                return found[1]
+            rows = {c.chunk_id: i for i, c in enumerate(chunks)}
+            self._positions[id(chunks)] = (chunks, rows)
+            return rows
 
 
 def make_retriever(

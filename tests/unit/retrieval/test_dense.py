@@ -221,3 +221,31 @@ def test_nothing_related_scores_below_the_refusal_floor(hybrid_retriever) -> Non
     hits = hybrid_retriever.search("zxqv blorf wumpt", ["public"], k=5)
     assert len(hits) == 5 and hits[0].score < 0.45
     assert hybrid_retriever.search("   ", ["public"], k=5) == []
+
+
+def test_memoised_features_and_per_chunk_scores_equal_the_direct_computation(
+    hybrid_retriever,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 14: query weights once per query, features memoised per (query, view), score()
+    by index. Expected values: BM25.normalized_score computing its own weights per chunk
+    (the old path) and search()'s scores over the whole view."""
+    from app.retrieval.tokenize import tokenize
+
+    question = "出差住宿标准是多少？"
+    chunks, dense, lex = hybrid_retriever.features(question, ["employee"])
+    view = hybrid_retriever._view(["employee"])
+    terms = tokenize(question)
+    direct = [view.bm25.normalized_score(terms, i) for i in range(len(view.chunks))]
+    assert lex.tolist() == np.asarray(direct, dtype=np.float32).tolist()
+    again = hybrid_retriever.features(question, ["employee"])
+    assert again[1] is dense and again[2] is lex  # memoised, not recomputed
+    assert not lex.flags.writeable and not dense.flags.writeable  # a caller cannot corrupt it
+    every = hybrid_retriever.search(question, ["employee"], k=len(chunks))
+    assert len(every) == len(chunks)
+    assert [hybrid_retriever.score(question, h.chunk, ["employee"]) for h in every] == [
+        h.score for h in every
+    ]
+    hidden = next(
+        c for c in hybrid_retriever.kb.chunks if c.chunk_id not in {h.chunk_id for h in every}
+    )
+    assert hybrid_retriever.score(question, hidden, ["employee"]) == 0.0
