@@ -37,7 +37,7 @@ def main() -> int:
     print(
         json.dumps(
             {
-                "cases": len(outcome.report.cases),
+                "cases": outcome.summary.totals.cases_done,
                 "total_s": end - T0,
                 "after_last_s": end - last.get("t", end),
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

@@ -375,7 +375,7 @@ def run_cmd(
             f"(its report: {outcome.path})",
             soft_wrap=True,
         )
-    _print_summary(outcome.report, outcome.path, outcome.markdown, gate)
+    _print_summary(outcome.summary, outcome.path, outcome.markdown, gate)
     if langfuse:
         from app.eval.langfuse_export import export_run
 
@@ -398,7 +398,7 @@ def run_cmd(
             + (f" {exported.url}" if exported.url else "")
         )
     ctx.exit(
-        gate_exit_code(outcome.report, echo=False) if gate == "red-lines" else outcome.exit_code
+        gate_exit_code(outcome.summary, echo=False) if gate == "red-lines" else outcome.exit_code
     )
 
 

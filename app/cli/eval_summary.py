@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from app.eval.records import Report
+    from app.eval.records import ReportSummary
 
 __all__ = ["_print_summary", "gate_exit_code"]
 
 
 def _print_summary(
-    report: Report, path: Path | None, md: Path | None, gate: str = "thresholds"
+    report: ReportSummary, path: Path | None, md: Path | None, gate: str = "thresholds"
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -89,7 +89,7 @@ def _print_summary(
         console.print(f"summary: {md}")
 
 
-def _print_red_line_gate(console: Any, report: Report) -> None:
+def _print_red_line_gate(console: Any, report: ReportSummary) -> None:
     """The ``--gate red-lines`` verdict in words: which verdicts gate, which are reported."""
     from app.eval.render import red_line_gate
 
@@ -112,7 +112,7 @@ def _print_red_line_gate(console: Any, report: Report) -> None:
     console.print(f"status: {gated} (gate red-lines; every threshold: {report.status.upper()})")
 
 
-def gate_exit_code(report: Report, *, echo: bool = True) -> int:
+def gate_exit_code(report: ReportSummary, *, echo: bool = True) -> int:
     """Exit code of the red-lines gate: 1 when a red-line metric fails or the run is partial
     (:func:`app.eval.render.red_line_gate`); ``echo`` says so on stderr in one line."""
     from app.eval.render import red_line_gate

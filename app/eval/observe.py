@@ -11,7 +11,7 @@ which the judges read).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -191,8 +191,12 @@ class PipelineFactory:
         for result in results:
             if result.trace is not None:
                 names.update(trace_prompt_versions(result.trace))
+        return self.prompt_refs_of(names)
+
+    def prompt_refs_of(self, names: Iterable[str]) -> dict[str, PromptRef]:
+        """The refs of these qualified prompt versions (what the cases' traces used)."""
         out: dict[str, PromptRef] = {}
-        for name in sorted(names):
+        for name in sorted(set(names)):
             spec = self.registry.get(name)
             out[spec.prompt_id] = {"version": spec.qualified, "hash": spec.content_hash}
         return out

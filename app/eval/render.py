@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from app.eval.records import Histogram, Report, Totals
+from app.eval.records import Histogram, ReportSummary, Totals
 
 __all__ = [
     "Bar",
@@ -47,12 +47,12 @@ _VERDICT_MARK = {
 }
 
 
-def not_measured(report: Report) -> list[str]:
+def not_measured(report: ReportSummary) -> list[str]:
     """The gated metrics the run did not measure (``--metrics``); each one fails the run."""
     return [n for n, v in report.verdicts.items() if v.verdict == "not_measured"]
 
 
-def gate_role(report: Report, metric: str) -> str:
+def gate_role(report: ReportSummary, metric: str) -> str:
     """What a verdict is under ``--gate red-lines``: ``red line`` (it sets the exit code), else
     ``baseline-only`` on an offline candidate (a sentence-picker is not held to a model's bar)
     or ``not gating`` on a model — reported, never setting the exit code."""
@@ -61,7 +61,7 @@ def gate_role(report: Report, metric: str) -> str:
     return "baseline-only" if report.meta.candidate.offline else "not gating"
 
 
-def red_line_gate(report: Report) -> tuple[list[str], list[str]]:
+def red_line_gate(report: ReportSummary) -> tuple[list[str], list[str]]:
     """``(red lines failed, quality verdicts failed)`` — the ``--gate red-lines`` rule: a
     red-line metric whose verdict is ``fail`` or ``not_measured`` fails the gate (so does a
     partial run); every other failed verdict is reported only."""
@@ -70,7 +70,7 @@ def red_line_gate(report: Report) -> tuple[list[str], list[str]]:
     return [n for n in failed if n in red], [n for n in failed if n not in red]
 
 
-def summary_rows(report: Report, gate: str = "thresholds") -> list[list[str]]:
+def summary_rows(report: ReportSummary, gate: str = "thresholds") -> list[list[str]]:
     """metric, n, errors, mean, std, 95 % CI, threshold, verdict — one row per metric.
 
     With ``gate="red-lines"`` each verdict says what it is: ``red line`` or
@@ -97,7 +97,7 @@ def summary_rows(report: Report, gate: str = "thresholds") -> list[list[str]]:
     return rows
 
 
-def evaluated_line(report: Report) -> str:
+def evaluated_line(report: ReportSummary) -> str:
     """``evaluated N of M cases`` (N: run without an error; M: planned), and what is missing."""
     totals = report.totals
     evaluated = totals.cases_done - totals.cases_with_errors
@@ -110,7 +110,7 @@ def evaluated_line(report: Report) -> str:
     return text + (f" ({', '.join(gaps)})" if gaps else "")
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: ReportSummary) -> str:
     meta = report.meta
     judge = meta.judge
     totals = report.totals

@@ -19,33 +19,31 @@ import json
 import math
 import os
 import tempfile
-from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import BinaryIO
 
 from pydantic import ValidationError
 
 from app.errors import ReportError
-from app.eval.metrics.base import MetricSpec, Score
+from app.eval.metrics.base import MetricSpec
 from app.eval.records import (
     SCHEMA_VERSION,
-    BadCase,
-    BadKind,
-    BadReason,
-    Breakdowns,
     CaseResult,
-    Distribution,
-    Group,
-    GroupMetric,
-    MetricInfo,
     MetricVerdict,
-    RefusalConfusion,
     Report,
+    ReportSummary,
     RunMeta,
     Totals,
 )
-from app.eval.stats import describe, stable_seed
+from app.eval.summary import (
+    SummaryParts,
+    bad_cases,
+    digest,
+    metric_info,
+    refusal_confusion,
+    summary_parts,
+)
 from app.eval.thresholds import ThresholdSet, verdicts
 from app.limits import limit
 from app.paths import repo_root
@@ -56,13 +54,16 @@ __all__ = [
     "atomic_write_text",
     "bad_cases",
     "build_report",
+    "build_summary",
     "load_report",
     "metric_info",
     "refusal_confusion",
     "report_filename",
     "schema_path",
     "validate_report",
+    "write_new_chunks",
     "write_report",
+    "write_report_rows",
 ]
 
 
@@ -71,174 +72,48 @@ def schema_path() -> Path:
     return repo_root() / "reports" / "report.schema.json"
 
 
-def metric_info(spec: MetricSpec) -> MetricInfo:
-    return MetricInfo(
-        direction=spec.direction,
-        kind=spec.kind,
-        unit=spec.unit,
-        scale=spec.scale,
-        red_line=spec.red_line,
-        group=spec.group,
-        description=spec.description,
+def build_summary(
+    *,
+    run_id: str,
+    created_at: str,
+    meta: RunMeta,
+    metric_specs: Mapping[str, MetricSpec],
+    parts: SummaryParts,
+    thresholds: ThresholdSet,
+    totals: Totals,
+    partial_reason: str | None = None,
+    measured: Collection[str] | None = None,
+) -> ReportSummary:
+    """The report without its cases, from :func:`app.eval.summary.summary_parts` of the
+    cases' digests. ``measured`` names the metrics the run computed (``None``: all); a
+    threshold on any other metric is ``not_measured`` and fails the run."""
+    raw_verdicts = verdicts(
+        thresholds,
+        {k: d.model_dump() for k, d in parts.summary.items()},
+        parts.red_line_hits,
+        measured,
+        max_errors=meta.config.max_errors,
     )
-
-
-# ---------------------------------------------------------------- aggregates
-
-
-def summarise(
-    cases: Sequence[CaseResult], metric_specs: Mapping[str, MetricSpec], seed: int
-) -> dict[str, Distribution]:
-    out: dict[str, Distribution] = {}
-    for name, spec in metric_specs.items():
-        scores = [c.metrics[name] for c in cases if name in c.metrics]
-        n_errors = sum(1 for s in scores if s.value is None and s.n_errors > 0)
-        dist = describe(
-            [s.value for s in scores],
-            n_errors=n_errors,
-            unit=spec.unit,
-            seed=stable_seed(seed, name),
-        )
-        out[name] = Distribution.model_validate(dist)
-    return out
-
-
-def breakdown(
-    cases: Sequence[CaseResult], metric_names: Iterable[str], key: Literal["tags", "difficulty"]
-) -> dict[str, Group]:
-    groups: dict[str, list[CaseResult]] = defaultdict(list)
-    for case in cases:
-        if key == "tags":
-            for tag in case.tags:
-                groups[tag].append(case)
-        else:
-            groups[case.difficulty if case.difficulty is not None else "unspecified"].append(case)
-    names = list(metric_names)
-    out: dict[str, Group] = {}
-    for label in sorted(groups):
-        members = groups[label]
-        metrics: dict[str, GroupMetric] = {}
-        for name in names:
-            scores = [c.metrics[name] for c in members if name in c.metrics]
-            vals = [s.value for s in scores if s.value is not None]
-            metrics[name] = GroupMetric(
-                n=len(vals),
-                n_errors=sum(1 for s in scores if s.value is None and s.n_errors),
-                mean=sum(vals) / len(vals) if vals else None,
-            )
-        out[label] = Group(cases=len(members), metrics=metrics)
-    return out
-
-
-def bad_cases(
-    cases: Sequence[CaseResult],
-    metrics: Mapping[str, MetricInfo],
-    bad_judge_score: float,
-) -> list[BadCase]:
-    """The one "bad case" policy (seed 004 §12.3), with each reason's severity.
-
-    Hard (a failure on every provider, offline baselines included): a red-line metric hit,
-    a ``must_not_include`` text in the answer, a failed injection case, an evaluation error
-    (the pipeline raised, or a judge reply stayed unparseable). Quality (fails a real
-    model's run; reported for an offline baseline): a judge score below
-    ``bad_judge_score`` (``thresholds.toml`` ``[bad_cases]``), a refusal error.
-    """
-    out: list[BadCase] = []
-    judge_metrics = sorted(name for name, info in metrics.items() if info.kind == "judge")
-    for case in cases:
-        reasons = [
-            BadReason(
-                kind="red_line", hard=True, metric=n, value=case.value(n), message=f"red line {n}"
-            )
-            for n in case.red_lines
-        ]
-        reasons += _metric_reasons(case, hard=True)
-        reasons += [
-            BadReason(kind="error", hard=True, message=f"evaluation error: {error}")
-            for error in case.errors
-        ]
-        for name in judge_metrics:
-            value = case.value(name)
-            if value is not None and value < bad_judge_score:
-                reasons.append(
-                    BadReason(
-                        kind="judge_score",
-                        hard=False,
-                        metric=name,
-                        value=value,
-                        message=f"{name} = {value:.2f} < {bad_judge_score:g}",
-                    )
-                )
-        reasons += _metric_reasons(case, hard=False)
-        if reasons:
-            out.append(BadCase(id=case.id, reasons=reasons))
-    return out
-
-
-# the per-metric reasons of :func:`bad_cases`: kind, metric, hard, is the value bad, message
-# (``{key}``: the score's detail[key])
-_METRIC_RULES: tuple[tuple[BadKind, str, bool, Callable[[float], bool], str], ...] = (
-    (
-        "must_not_include",
-        "must_not_include",
-        True,
-        lambda v: v > 0,
-        "must_not_include hit: {violations}",
-    ),
-    ("injection", "injection_resistance", True, lambda v: v == 0, "injection: {failures}"),
-    ("refusal_error", "refusal_error", False, lambda v: v == 1, "refusal error ({cell})"),
-)
-
-
-class _Detail(dict[str, Any]):
-    def __missing__(self, key: str) -> None:
-        return None
-
-
-def _metric_reasons(case: CaseResult, *, hard: bool) -> list[BadReason]:
-    return [
-        BadReason(
-            kind=kind,
-            hard=hard,
-            metric=metric,
-            value=s.value,
-            message=message.format_map(_Detail(s.detail)),
-        )
-        for kind, metric, is_hard, is_bad, message in _METRIC_RULES
-        if is_hard is hard
-        and (s := case.metrics.get(metric)) is not None
-        and s.value is not None
-        and is_bad(s.value)
-    ]
-
-
-def refusal_confusion(per_case: Iterable[Mapping[str, Score]]) -> RefusalConfusion:
-    """Expected × actual refusals from each case's ``refusal_error`` score."""
-    cells: Counter[str] = Counter()
-    for metrics in per_case:
-        score = metrics.get("refusal_error")
-        cell = score.detail.get("cell") if score is not None else None
-        if cell:
-            cells[str(cell)] += 1
-    total = sum(cells.values())
-    wrong = cells["missed_refusal"] + cells["false_refusal"]
-    return RefusalConfusion(
-        true_refusal=cells["true_refusal"],
-        missed_refusal=cells["missed_refusal"],
-        false_refusal=cells["false_refusal"],
-        true_answer=cells["true_answer"],
-        error_rate=wrong / total if total else None,
+    verdict_map = {k: MetricVerdict.model_validate(v) for k, v in raw_verdicts.items()}
+    failed = any(v.verdict in ("fail", "not_measured") for v in verdict_map.values())
+    partial = partial_reason is not None
+    infos = {name: metric_info(spec) for name, spec in metric_specs.items()}
+    return ReportSummary(
+        schema_version=SCHEMA_VERSION,
+        run_id=run_id,
+        created_at=created_at,
+        status="partial" if partial else ("fail" if failed else "pass"),
+        partial=partial,
+        partial_reason=partial_reason,
+        meta=meta,
+        metrics=infos,
+        totals=totals,
+        summary=parts.summary,
+        verdicts=verdict_map,
+        breakdowns=parts.breakdowns,
+        refusal_confusion=parts.refusal_confusion,
+        bad_cases=parts.bad_cases,
     )
-
-
-def red_line_hits(
-    cases: Sequence[CaseResult], metric_specs: Mapping[str, MetricSpec]
-) -> dict[str, int]:
-    return {
-        name: sum(1 for c in cases if (c.value(name) or 0) > 0)
-        for name, spec in metric_specs.items()
-        if spec.red_line
-    }
 
 
 def build_report(
@@ -255,42 +130,23 @@ def build_report(
 ) -> Report:
     """Assemble the report; cases are sorted by id so the file never depends on run order.
 
-    ``measured`` names the metrics the run computed (``None``: all); a threshold on any
-    other metric is ``not_measured`` and fails the run."""
+    The summary is :func:`build_summary` of the cases' digests (the runner's streaming
+    path computes it the same way)."""
     ordered = sorted(cases, key=lambda c: c.id)
-    summary = summarise(ordered, metric_specs, meta.seed)
-    reds = red_line_hits(ordered, metric_specs)
-    raw_verdicts = verdicts(
-        thresholds,
-        {k: d.model_dump() for k, d in summary.items()},
-        reds,
-        measured,
-        max_errors=meta.config.max_errors,
-    )
-    verdict_map = {k: MetricVerdict.model_validate(v) for k, v in raw_verdicts.items()}
-    failed = any(v.verdict in ("fail", "not_measured") for v in verdict_map.values())
-    partial = partial_reason is not None
-    infos = {name: metric_info(spec) for name, spec in metric_specs.items()}
-    return Report(
-        schema_version=SCHEMA_VERSION,
+    judges = sorted(n for n, spec in metric_specs.items() if spec.kind == "judge")
+    digests = [digest(c, judges, thresholds.bad_judge_score) for c in ordered]
+    summary = build_summary(
         run_id=run_id,
         created_at=created_at,
-        status="partial" if partial else ("fail" if failed else "pass"),
-        partial=partial,
-        partial_reason=partial_reason,
         meta=meta,
-        metrics=infos,
+        metric_specs=metric_specs,
+        parts=summary_parts(digests, metric_specs, meta.seed),
+        thresholds=thresholds,
         totals=totals,
-        summary=summary,
-        verdicts=verdict_map,
-        breakdowns=Breakdowns(
-            by_tag=breakdown(ordered, metric_specs, "tags"),
-            by_difficulty=breakdown(ordered, metric_specs, "difficulty"),
-        ),
-        refusal_confusion=refusal_confusion(c.metrics for c in ordered),
-        bad_cases=bad_cases(ordered, infos, thresholds.bad_judge_score),
-        cases=ordered,
+        partial_reason=partial_reason,
+        measured=measured,
     )
+    return Report(**dict(summary), cases=ordered)  # instances are not re-validated
 
 
 # ---------------------------------------------------------------- writing
@@ -377,7 +233,18 @@ def _candidates(path: Path) -> Iterator[Path]:
         yield path.with_name(f"{path.stem}-{n}{path.suffix}")
 
 
-def _link_unnamed(path: Path, data: bytes) -> Path | None:
+Chunks = Callable[[], Iterable[bytes]]
+
+
+def _write_all(fh: BinaryIO, chunks: Chunks) -> None:
+    for chunk in chunks():
+        fh.write(chunk)
+    fh.flush()
+    os.fsync(fh.fileno())
+    _chmod_ordinary(fh.fileno())
+
+
+def _link_unnamed(path: Path, chunks: Chunks) -> Path | None:
     """Linux: write into an unnamed ``O_TMPFILE`` and link it in when complete (a kill
     leaves nothing); None where that is not available."""
     flag = getattr(os, "O_TMPFILE", None)
@@ -390,10 +257,7 @@ def _link_unnamed(path: Path, data: bytes) -> Path | None:
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-            _chmod_ordinary(fh.fileno())
+            _write_all(fh, chunks)
             for target in _candidates(path):
                 try:  # linkat(AT_SYMLINK_FOLLOW) through /proc: a dir_fd selects linkat
                     os.link(f"/proc/self/fd/{fh.fileno()}", target.name, dst_dir_fd=dir_fd)
@@ -417,9 +281,16 @@ def write_new_text(path: Path, text: str) -> Path:
     temp file a killed writer left is swept by the next write. Two processes writing the
     same name both keep their file.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode("utf-8")
-    written = _link_unnamed(path, data)
+    return write_new_chunks(path, lambda: (data,))
+
+
+def write_new_chunks(path: Path, chunks: Chunks) -> Path:
+    """:func:`write_new_text` of the bytes ``chunks()`` yields, written as they come (a
+    report of 10,000 cases is never one string in memory). ``chunks`` may be called twice
+    (a file system without ``O_TMPFILE`` linking): it must give the same bytes again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = _link_unnamed(path, chunks)
     if written is not None:
         return written
     sweep_stale_temp_files(path.parent)
@@ -428,10 +299,7 @@ def write_new_text(path: Path, text: str) -> Path:
     )
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-            _chmod_ordinary(fh.fileno())
+            _write_all(fh, chunks)
         for target in _candidates(path):
             try:
                 os.link(tmp, target)
@@ -449,24 +317,67 @@ def report_filename(created_at: str, run_id: str | None = None) -> str:
     return f"eval_{stamp}-{run_id[-6:]}.json" if run_id else f"eval_{stamp}.json"
 
 
+def _summary_head(summary: ReportSummary) -> bytes:
+    """The summary's JSON without its closing brace (the ``cases`` array follows)."""
+    data = summary.model_dump(mode="json") if not isinstance(summary, Report) else None
+    if data is None:  # a full report: its summary fields only
+        data = summary.model_dump(mode="json", exclude={"cases"})
+    check_finite(data, "report")
+    head = json.dumps(
+        data, ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
+    )
+    return head[:-1].encode("utf-8")
+
+
+def report_chunks(summary: ReportSummary, case_rows: Callable[[], Iterable[str]]) -> Chunks:
+    """The bytes of a report file: the summary, then ``"cases":[`` and one case's
+    ``model_dump_json()`` per line, in the order given (sorted by id)."""
+
+    def chunks() -> Iterator[bytes]:
+        yield _summary_head(summary) + b',"cases":[\n'
+        first = True
+        for row in case_rows():
+            yield (row if first else ",\n" + row).encode("utf-8")
+            first = False
+        yield b"\n]}\n"
+
+    return chunks
+
+
+def _checked_rows(report: Report) -> Iterator[str]:
+    for i, case in enumerate(report.cases):
+        # NaN/infinity anywhere (a metric's ``detail`` included) is refused: pydantic would
+        # write it as ``null`` and lose the fact that it was not a number
+        check_finite(case.model_dump(), f"report.cases[{i}]")
+        yield case.model_dump_json()
+
+
 def report_json(report: Report) -> str:
-    """The file's text. NaN/infinity anywhere (a metric's ``detail`` included) is refused:
-    pydantic would write it as ``null`` and lose the fact that it was not a number."""
-    check_finite(report.model_dump(), "report")
-    # no re-validation here: ``report`` was built and validated by the typed models, and
-    # load_report reads their JSON back unchanged (tests/unit/eval/test_report_fast_write.py)
-    return report.model_dump_json(indent=1) + "\n"
+    """The file's text (:func:`report_chunks`). No re-validation: ``report`` was built and
+    validated by the typed models, and load_report reads their JSON back unchanged
+    (tests/unit/eval/test_report_fast_write.py)."""
+    return b"".join(report_chunks(report, lambda: _checked_rows(report))()).decode("utf-8")
 
 
 def write_report(report: Report, out_dir: Path) -> tuple[Path, Path]:
     """Write ``eval_<UTC>-<run>.json`` and its ``.md`` as new files (:func:`write_new_text`):
     nothing on a refusal, never a temp file after a kill, never another run's report
     replaced — concurrent runs with the same ``--out`` each keep theirs."""
+    return write_report_rows(report, lambda: _checked_rows(report), out_dir)
+
+
+def write_report_rows(
+    summary: ReportSummary, case_rows: Callable[[], Iterable[str]], out_dir: Path
+) -> tuple[Path, Path]:
+    """:func:`write_report` of a summary and its cases' JSON texts (each a
+    ``CaseResult.model_dump_json()`` already checked for NaN, sorted by id), streamed to
+    the file: the runner writes its report from the checkpoint's rows without loading the
+    cases. ``case_rows`` may be called twice (see :func:`write_new_chunks`)."""
     from app.eval.render import render_markdown
 
-    text = report_json(report)
-    path = write_new_text(out_dir / report_filename(report.created_at, report.run_id), text)
-    md = write_new_text(path.with_suffix(".md"), render_markdown(report))
+    name = report_filename(summary.created_at, summary.run_id)
+    path = write_new_chunks(out_dir / name, report_chunks(summary, case_rows))
+    md = write_new_text(path.with_suffix(".md"), render_markdown(summary))
     return path, md
 
 

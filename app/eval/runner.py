@@ -49,12 +49,14 @@ from app.eval.records import (
     JudgeInfo,
     PromptRef,
     Report,
+    ReportSummary,
     RunMeta,
     ShardInfo,
     ThresholdsRef,
     Totals,
 )
-from app.eval.report import build_report, load_report, write_report
+from app.eval.report import build_summary, load_report, write_report_rows
+from app.eval.summary import CaseDigest, SummaryParts, digest, summary_parts
 from app.eval.thresholds import load_thresholds
 from app.generation.pipeline.trace import Trace
 from app.llm.engine import EngineStats
@@ -92,16 +94,31 @@ def _batcher(config: RunConfig) -> Any:
 
 @dataclass
 class RunOutcome:
+    """A run's result. ``summary`` is the report without its cases; the run does not keep
+    its cases in memory (they are in the checkpoint and the written file), so
+    :attr:`report` reads the written report on first use (``write=False``: the runner
+    reads the checkpoint into it before closing)."""
+
     run_id: str
-    report: Report
+    summary: ReportSummary
     path: Path | None
     markdown: Path | None
     calls: int = 0  # provider calls this process made (cache hits excluded)
     already_finished: bool = False  # --resume of a finished run: nothing run, nothing written
+    full: Report | None = field(default=None, repr=False)
+
+    @property
+    def report(self) -> Report:
+        """The full report, cases included (read from ``path`` the first time)."""
+        if self.full is None:
+            if self.path is None:
+                raise ValueError("this run wrote no report and kept no cases")
+            self.full = load_report(self.path)
+        return self.full
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.report.status == "pass" else 1
+        return 0 if self.summary.status == "pass" else 1
 
 
 @dataclass
@@ -347,7 +364,13 @@ async def run(
         process_key = f"process:{secrets.token_hex(4)}"
         earlier = [_process_stats(p) for p in checkpoint.processes(except_key=process_key)]
         earlier_s = sum(float(p.get("duration_s", 0.0) or 0.0) for p in checkpoint.processes())
-        finished = checkpoint.done()
+        judges = sorted(n for n, spec in specs().items() if spec.kind == "judge")
+        bar = thresholds.bad_judge_score
+        # what the summary needs of each finished case; the results themselves stay in the
+        # checkpoint (a 10,000-case run never holds them all)
+        finished: dict[str, CaseDigest] = {
+            case_id: digest(result, judges, bar) for case_id, result in checkpoint.results()
+        }
         todo = [c for c in cases if c.id not in finished]
         if case_order is not None:
             todo = case_order(todo)
@@ -380,7 +403,7 @@ async def run(
                 checkpoint.save(result)
                 # this process's counters so far: a later --resume sums every process's
                 checkpoint.set(process_key, _process_record(eng, started))
-                finished[case.id] = result
+                finished[case.id] = digest(result, judges, bar)
                 progress.update(result, spent_before + _spent(eng) - engine_spent_at_start)
 
         try:
@@ -393,6 +416,7 @@ async def run(
                 await own.aclose()
                 own = None
         results = [finished[c.id] for c in cases if c.id in finished]
+        parts = summary_parts(results, specs(), config.seed)
         if stop_reason is None and len(results) < len(cases):
             stop_reason = f"{len(cases) - len(results)} case(s) not run"
         meta = RunMeta(
@@ -415,7 +439,7 @@ async def run(
                 warnings=warnings,
                 prompts=_refs(factory.judge_prompt_refs()) if config.judge else {},
             ),
-            prompts=_refs(factory.prompt_refs(results)),
+            prompts=_refs(factory.prompt_refs_of(parts.prompt_versions)),
             datasets=[
                 DatasetRef(
                     name=suite.name,
@@ -435,7 +459,7 @@ async def run(
             config=config,
             retrieval=retriever_info(factory.pipeline().retriever),
             unlisted_models=factory.unlisted(
-                [*factory.prompt_refs(results), *factory.judge_prompt_refs()]
+                [*factory.prompt_refs_of(parts.prompt_versions), *factory.judge_prompt_refs()]
                 if config.allow_unlisted_model
                 else []
             ),
@@ -448,15 +472,15 @@ async def run(
                 planned=planned,
             ),
         )
-        report = build_report(
+        summary = build_summary(
             run_id=run_id,
             created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             meta=meta,
             metric_specs=specs(),
-            cases=results,
+            parts=parts,
             thresholds=thresholds,
             totals=totals(
-                results,
+                parts,
                 len(cases),
                 earlier_s + time.monotonic() - started,
                 _summed_stats(eng, earlier),
@@ -464,11 +488,19 @@ async def run(
             partial_reason=stop_reason,
             measured=select_metrics(config.metrics),
         )
-        path = md = None
-        if write:
-            path, md = write_report(report, out_dir or reports_dir())
-            checkpoint.set("report", str(path))
-        return RunOutcome(run_id, report, path, md, calls)
+        ids = {d.id for d in results}
+        cp = checkpoint
+        if not write:  # nothing written: the caller gets the cases from the checkpoint
+            full = Report(
+                **dict(summary),
+                cases=[CaseResult.model_validate_json(row) for row in cp.rows(ids)],
+            )
+            return RunOutcome(run_id, summary, None, None, calls, full=full)
+        # the cases go from the checkpoint to the file as they were stored (already
+        # validated and checked for NaN when saved), never all in memory at once
+        path, md = write_report_rows(summary, lambda: cp.rows(ids), out_dir or reports_dir())
+        checkpoint.set("report", str(path))
+        return RunOutcome(run_id, summary, path, md, calls)
     finally:
         if own is not None:
             await own.aclose()
@@ -477,29 +509,15 @@ async def run(
 
 
 def totals(
-    results: Sequence[CaseResult], planned: int, duration_s: float, engine: EngineStats | None
+    parts: SummaryParts, planned: int, duration_s: float, engine: EngineStats | None
 ) -> Totals:
     """The run's counts and costs (judge cost: what the judge samples recorded)."""
-    judge_names = {n for n, spec in specs().items() if spec.kind == "judge"}
-    judge_cost = sum(
-        float(s.detail.get("cost_usd", 0.0))
-        for r in results
-        for s in r.metrics.values()
-        if s.samples is not None
-    )
-    total_cost = sum(r.cost_usd for r in results)
+    judge_cost, total_cost = parts.judge_cost_usd, parts.cost_usd
     return Totals(
         cases_planned=planned,
-        cases_done=len(results),
-        cases_with_errors=sum(1 for r in results if r.errors),
-        # a judge error is a judge sample that failed; a case whose answer failed (a model
-        # timeout) has no sample (``samples is None``): an answer error, not a judge error
-        judge_errors=sum(
-            1
-            for r in results
-            for name, s in r.metrics.items()
-            if name in judge_names and s.n_errors > 0 and s.samples is not None
-        ),
+        cases_done=parts.cases_done,
+        cases_with_errors=parts.cases_with_errors,
+        judge_errors=parts.judge_errors,  # judge samples that failed (not answer errors)
         cost_usd=round(total_cost, 8),
         candidate_cost_usd=round(max(total_cost - judge_cost, 0.0), 8),
         judge_cost_usd=round(judge_cost, 8),
@@ -537,13 +555,13 @@ def _finished_outcome(
     stored = checkpoint.get("report")
     if not stored or not Path(stored).is_file():
         return None
-    done = checkpoint.done()
+    done = checkpoint.ids()
     if any(c.id not in done for c in cases):
         return None
     path = Path(stored)
     md = path.with_suffix(".md")
     report = load_report(path)
-    return RunOutcome(run_id, report, path, md if md.is_file() else None, 0, True)
+    return RunOutcome(run_id, report, path, md if md.is_file() else None, 0, True, full=report)
 
 
 def _process_record(engine: object, started: float) -> dict[str, Any]:

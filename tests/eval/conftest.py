@@ -115,8 +115,8 @@ def eval_suite(pytestconfig: pytest.Config, eval_config: RunConfig) -> Callable[
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for suite, outcome in _RUNS.items():
-        totals = outcome.report.totals
+        totals = outcome.summary.totals
         terminalreporter.write_line(
-            f"rag eval [{suite}] {outcome.report.status.upper()} "
+            f"rag eval [{suite}] {outcome.summary.status.upper()} "
             f"({totals.cases_done} cases, {totals.duration_s:.1f}s) → {outcome.path}"
         )
