@@ -23,8 +23,6 @@ Redact *before* truncating: a secret cut in half by ``[:200]`` no longer matches
 
 from __future__ import annotations
 
-import base64
-import logging
 import os
 import re
 from collections.abc import Mapping
@@ -66,6 +64,8 @@ def configured_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
             values.add(value)
     public, secret = env.get("LANGFUSE_PUBLIC_KEY"), env.get("LANGFUSE_SECRET_KEY")
     if public and secret:
+        import base64
+
         pair = base64.b64encode(f"{public}:{secret}".encode()).decode()
         values.update({pair, pair.rstrip("=")})
     return sorted(values, key=len, reverse=True)
@@ -109,6 +109,8 @@ def install_log_redaction() -> None:
     global _installed
     if _installed:
         return
+    import logging
+
     previous = logging.getLogRecordFactory()
     formatter = logging.Formatter()
 

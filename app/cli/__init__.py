@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import traceback
 from types import TracebackType
 from typing import Any
 
@@ -70,6 +69,8 @@ def _redacting_excepthook(
     exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
 ) -> None:
     """A crash's traceback goes through the redaction filter before it reaches stderr."""
+    import traceback
+
     from app.redact import redact
 
     sys.stderr.write(redact("".join(traceback.format_exception(exc_type, exc, tb))))

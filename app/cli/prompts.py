@@ -6,7 +6,6 @@ Every command takes ``--root DIR`` to work on another prompts tree.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import importlib.util
 import json
@@ -420,6 +419,8 @@ def test_cmd(name: str, model: str, root: Path | None) -> None:
             return out
         finally:
             await engine.aclose()
+
+    import asyncio
 
     answers = asyncio.run(run())
     failures = 0

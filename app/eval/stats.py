@@ -3,7 +3,8 @@
 ``describe`` returns n, n_errors, n_null, mean, std (sample, ddof=1), min, p10, median,
 p90, max, a histogram and a 95 % percentile-bootstrap CI of the mean (seeded, so the same
 values give the same interval). Quantiles use linear interpolation (numpy's default,
-Hyndman–Fan type 7).
+Hyndman–Fan type 7). numpy is imported by the functions, not the module: a run imports it
+when its summary is computed, after the last case, not before the first request.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import hashlib
 import math
 from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
 # Resample index matrices are drawn this many cells at a time (8 bytes each: 16 MB), so a
@@ -33,6 +32,8 @@ def _finite(x: float) -> float | None:
 
 
 def histogram(values: Sequence[float], unit: str = "") -> dict[str, list[float] | list[int]]:
+    import numpy as np
+
     if not values:
         return {"edges": [], "counts": []}
     edges = _FIXED_EDGES.get(unit)
@@ -51,6 +52,8 @@ def bootstrap_ci(
     values: Sequence[float], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> list[float] | None:
     """95 % percentile bootstrap CI of the mean; ``None`` for fewer than two values."""
+    import numpy as np
+
     if len(values) < 2:
         return None
     means = bootstrap_means(np.asarray(values, dtype=float), resamples=resamples, seed=seed)
@@ -62,6 +65,8 @@ def bootstrap_means(arr: Any, *, resamples: int, seed: int) -> Any:
     """The means of ``resamples`` bootstrap resamples of ``arr`` (seeded), drawn in chunks
     of at most :data:`BOOTSTRAP_CHUNK_CELLS` indices: memory stays bounded whatever the
     number of cases, and the result equals one ``(resamples, n)`` draw exactly."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     n = len(arr)
     rows = max(1, BOOTSTRAP_CHUNK_CELLS // max(1, n))
@@ -82,6 +87,8 @@ def describe(
     values: Sequence[float | None], *, n_errors: int = 0, unit: str = "", seed: int = 0
 ) -> dict[str, Any]:
     """The distribution of the defined values (``None`` entries are counted in n_null)."""
+    import numpy as np
+
     defined = [float(v) for v in values if v is not None]
     out: dict[str, Any] = {
         "n": len(defined),

@@ -31,6 +31,8 @@ import logging
 import re
 from types import ModuleType
 
+from app.text.segcache import lookup as kept_tokens
+from app.text.segcache import store as keep_tokens
 from app.text.normalise import fold
 from app.text.stopwords import STOPWORDS_EN, STOPWORDS_ZH
 
@@ -105,6 +107,16 @@ def _bigrams(segment: str, seen: list[str]) -> list[str]:
 
 
 def _cjk_tokens(run: str, query: bool) -> list[str]:
+    """The run's tokens: kept per machine by :mod:`app.text.segcache`, else from jieba."""
+    kept = kept_tokens(run, query, ANALYSER_VERSION, STOPWORDS_ZH)
+    if kept is not None:
+        return list(kept)
+    out = _jieba_tokens(run, query)
+    keep_tokens(run, query, tuple(out))
+    return out
+
+
+def _jieba_tokens(run: str, query: bool) -> list[str]:
     jieba = ensure_jieba()
     out: list[str] = []
     segment = ""  # consecutive non-stop-words; bigrams never span a stop word

@@ -162,6 +162,17 @@ def default_responder(body: Any) -> str:
     return "echo: " + _last_user_text(body)
 
 
+def bench_responder(body: Any) -> str:
+    """The benchmark's replies: a judge score as JSON to a request that asks for one (its
+    text names ``"score"``), else a short answer citing document [1]."""
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    texts = [str(body.get("system", "")) if isinstance(body, dict) else ""]
+    texts += [str(m.get("content", "")) for m in messages if isinstance(m, dict)]
+    if any('"score"' in t for t in texts):
+        return '{"score": 4, "reasoning": "supported by the documents"}'
+    return "According to the documents, the answer is in the first one [1]."
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -484,8 +495,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
+    parser.add_argument(
+        "--responder", choices=["echo", "bench"], default="echo", help="echo, or bench_responder"
+    )
     args = parser.parse_args(argv)
-    server = FakeLLMServer(latency_s=args.latency, port=args.port).start()
+    responder = bench_responder if args.responder == "bench" else default_responder
+    server = FakeLLMServer(latency_s=args.latency, port=args.port, responder=responder).start()
     print(f"READY {server.port}", flush=True)
     try:
         sys.stdin.read()  # runs until stdin closes (the parent exits or closes the pipe)

@@ -17,7 +17,6 @@ from app.errors import PromptError
 from app.generation.registry.chat_formats import FORMATS, RENDERERS, check_alternation, format_for
 from app.generation.registry.loader import PromptSpec, placeholders
 from app.limits import check_text
-from app.llm.providers import request_payload
 from app.llm.spec import ModelRef, ProviderSpec, parse_model
 from app.llm.types import ChatRequest, Message, Purpose, coerce_history
 
@@ -55,6 +54,8 @@ class RenderedPrompt:
     def wire(self, request: ChatRequest | None = None) -> dict[str, Any]:
         """The body the provider sends for ``request`` (default: :meth:`to_request`'s
         defaults). No key or auth header is part of it."""
+        from app.llm.providers import request_payload
+
         return request_payload(self.provider, request or self.to_request())
 
     @property

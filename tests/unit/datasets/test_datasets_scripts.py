@@ -25,6 +25,7 @@ CHEAP_ARGS: dict[str, list[str]] = {
     # its real run in the `slow` test
     "hostile_inputs.py": ["--help"],
     "bench_engine.py": ["--cases", "20", "--latency", "0.01", "--repeat", "1"],
+    "bench_bareloop.py": ["--cases", "5", "--latency", "0.01", "--rounds", "1"],
     "score_baseline.py": ["--suite", "smoke", "--judge-samples", "1"],
     # the benchmarks at a few cases: the point here is that they leave the suites alone
     "bench_scale.py": ["--cases", "30"],

