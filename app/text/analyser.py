@@ -31,9 +31,9 @@ import logging
 import re
 from types import ModuleType
 
+from app.text.normalise import fold
 from app.text.segcache import lookup as kept_tokens
 from app.text.segcache import store as keep_tokens
-from app.text.normalise import fold
 from app.text.stopwords import STOPWORDS_EN, STOPWORDS_ZH
 
 ANALYSER_VERSION = "2"  # 2: one analyser for retrieval and the offline baselines (2026-12)
