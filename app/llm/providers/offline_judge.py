@@ -31,11 +31,13 @@ correctness); relevance uses ≥ 0.6 / 0.45 / 0.3 / 0.15 because answers rephras
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from app.errors import ConfigError
 from app.llm.providers.base import Provider
 from app.llm.providers.offline_extractive import offline_completion
+from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest, Completion
 from app.text import Matcher, is_refusal, numbers, sentences, strip_citations, tokenize
 
@@ -130,13 +132,36 @@ def judge(request: ChatRequest) -> dict[str, object]:
     return rule(request.variables, request.metadata)
 
 
+#: recent verdicts kept per provider: a case's judge samples are the same request (the
+#: verdict is a pure function of it), asked back to back; small, so it never grows with a run
+RECENT = 256
+
+
 class ReferenceJudgeProvider(Provider):
-    """Deterministic overlap judge; see the module docstring for its rules."""
+    """Deterministic overlap judge; see the module docstring for its rules.
+
+    The verdict is a pure function of the request, so the last :data:`RECENT` completions
+    are kept by the request's content: a case's 2nd and 3rd sample are not recomputed."""
 
     family = "offline"
     cacheable = False
 
+    def __init__(self, spec: ProviderSpec) -> None:
+        super().__init__(spec)
+        self._recent: OrderedDict[str, Completion] = OrderedDict()
+
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
+        key = json.dumps(
+            [model, request.cache_payload()], sort_keys=True, ensure_ascii=False, default=str
+        )
+        done = self._recent.get(key)
+        if done is not None:
+            self._recent.move_to_end(key)
+            return done
         verdict = judge(request)
         text = json.dumps(verdict, ensure_ascii=False)
-        return offline_completion(request, text, model)
+        done = offline_completion(request, text, model)
+        self._recent[key] = done
+        if len(self._recent) > RECENT:
+            self._recent.popitem(last=False)
+        return done

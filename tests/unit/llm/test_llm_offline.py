@@ -373,3 +373,35 @@ def test_the_question_is_read_without_the_tags_a_prompt_wraps_it_in() -> None:
         metadata={"question": "年假有几天？"},
     )
     assert question_of(plain) == "年假有几天？"
+
+
+async def test_judge_samples_of_one_request_are_one_verdict_kept_not_recomputed(
+    engine_factory: EngineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: a case's judge samples are one request; the deterministic verdict is
+    computed once and kept (a bounded recent set), a different request is computed anew."""
+    from app.llm.providers import offline_judge
+
+    calls: list[str] = []
+    rule = offline_judge.judge
+
+    def counting(request: ChatRequest) -> dict[str, object]:
+        calls.append(request.variables["candidate"])
+        return rule(request)
+
+    monkeypatch.setattr(offline_judge, "judge", counting)
+    engine = engine_factory()
+    one = judge("relevance", candidate="年假有15天。", question="年假有几天？")
+    other = judge("relevance", candidate="总部在上海。", question="年假有几天？")
+    first = [
+        await engine.generate("offline:reference-judge", one, sample_index=i) for i in range(3)
+    ]
+    second = await engine.generate("offline:reference-judge", other)
+    assert calls == ["年假有15天。", "总部在上海。"]
+    assert {c.text for c in first} == {json.dumps(rule(one), ensure_ascii=False)}
+    assert second.text == json.dumps(rule(other), ensure_ascii=False) != first[0].text
+    # bounded: after RECENT other requests the first is computed again
+    for i in range(offline_judge.RECENT):
+        await engine.generate("offline:reference-judge", judge("relevance", candidate=f"x{i}"))
+    await engine.generate("offline:reference-judge", one)
+    assert calls.count("年假有15天。") == 2
