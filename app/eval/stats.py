@@ -19,6 +19,9 @@ BOOTSTRAP_RESAMPLES = 2000
 # bootstrap of 10,000 cases needs 16 MB, not resamples × n × 8 = 160 MB. Successive draws
 # from one Generator give the same stream as one big draw: the CI is bit-identical.
 BOOTSTRAP_CHUNK_CELLS = 2_000_000
+# Values with at most this many distinct levels are resampled by level counts
+# (:func:`level_bootstrap_means`), others by indices (:func:`bootstrap_means`).
+MULTINOMIAL_MAX_LEVELS = 64
 
 _FIXED_EDGES: dict[str, list[float]] = {
     "score 1-5": [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0],
@@ -56,9 +59,26 @@ def bootstrap_ci(
 
     if len(values) < 2:
         return None
-    means = bootstrap_means(np.asarray(values, dtype=float), resamples=resamples, seed=seed)
+    arr = np.asarray(values, dtype=float)
+    levels, counts = np.unique(arr, return_counts=True)
+    if len(levels) <= MULTINOMIAL_MAX_LEVELS:
+        means = level_bootstrap_means(levels, counts, resamples=resamples, seed=seed)
+    else:
+        means = bootstrap_means(arr, resamples=resamples, seed=seed)
     lo, hi = np.quantile(means, [0.025, 0.975])
     return [float(lo), float(hi)]
+
+
+def level_bootstrap_means(levels: Any, counts: Any, *, resamples: int, seed: int) -> Any:
+    """Bootstrap means of values that take few distinct ``levels`` (0/1 rates, 1–5 judge
+    scores): a resample of n values with replacement holds each level a multinomial
+    (n, counts / n) number of times, so its mean is drawn as ``multinomial · levels / n`` —
+    the same distribution as resampling indices, in O(resamples × levels) instead of
+    O(resamples × n) (0.3 s → milliseconds per metric at 10,000 cases)."""
+    n = int(counts.sum())
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, counts / n, size=resamples)
+    return (draws @ levels) / n
 
 
 def bootstrap_means(arr: Any, *, resamples: int, seed: int) -> Any:
