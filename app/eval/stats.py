@@ -75,6 +75,8 @@ def level_bootstrap_means(levels: Any, counts: Any, *, resamples: int, seed: int
     (n, counts / n) number of times, so its mean is drawn as ``multinomial · levels / n`` —
     the same distribution as resampling indices, in O(resamples × levels) instead of
     O(resamples × n) (0.3 s → milliseconds per metric at 10,000 cases)."""
+    import numpy as np
+
     n = int(counts.sum())
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(n, counts / n, size=resamples)
