@@ -433,8 +433,13 @@ def validate_report(data: object, source: str = "report") -> Report:
         ) from None
 
 
-def load_report(path: Path) -> Report:
-    """Read a report file (the one typed reader); every problem is a :class:`ReportError`."""
+def load_report(path: Path, *, traces: bool = True) -> Report:
+    """Read a report file (the one typed reader); every problem is a :class:`ReportError`.
+
+    ``traces=False`` (``rag eval compare``, which reads no trace): each case's ``trace`` is
+    dropped after parsing, before validation, so neither time nor memory is spent on the
+    typed traces (most of a report); the cases come back with ``trace=None``.
+    """
     path = Path(path)
     # app.safe_io: a FIFO, device, loop, directory or over-size file is refused unread; bad
     # UTF-8 and bad JSON name line and column; NaN / Infinity / 1e999 are refused at parse
@@ -448,4 +453,9 @@ def load_report(path: Path) -> Report:
         data = parse_json(text, path, what="report")
     except UnsafeInput as exc:
         raise ReportError(f"{exc}; is this an eval report?") from None
+    del text
+    if not traces and isinstance(data, dict) and data.get("schema_version") == SCHEMA_VERSION:
+        for case in data.get("cases") or ():
+            if isinstance(case, dict) and "trace" in case:
+                case["trace"] = None
     return validate_report(data, str(path))

@@ -158,8 +158,8 @@ def compare_files(
 ) -> Comparison:
     """:func:`compare_reports` of two report files (read with the one typed loader)."""
     return compare_reports(
-        load_report(base),
-        load_report(new),
+        load_report(base, traces=False),
+        load_report(new, traces=False),
         base_name=str(base),
         new_name=str(new),
         allow_ruler_change=allow_ruler_change,
