@@ -114,29 +114,93 @@ def _report(out: Path) -> dict[str, Any]:
     return data
 
 
-def test_smoke_cases_answer_and_judge_through_the_real_server(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def _kill_after(
+    args: list[str], env: dict[str, str], tmp_path: Path, cases: int
+) -> tuple[str, dict[str, str]]:
+    """Start ``rag eval run``, SIGKILL it once ``cases`` cases are checkpointed: (run id,
+    the checkpointed results)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", *args],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert first.startswith("run "), first
+        run_id = first.split()[1]
+        checkpoint = tmp_path / "cache" / "runs" / f"{run_id}.sqlite3"
+        deadline = time.monotonic() + 300
+        done: dict[str, str] = {}
+        while time.monotonic() < deadline and len(done) < cases:
+            time.sleep(0.2)
+            if checkpoint.exists():
+                try:
+                    with sqlite3.connect(checkpoint) as db:
+                        done = dict(db.execute("SELECT case_id, result FROM cases").fetchall())
+                except sqlite3.OperationalError:  # created, its table not yet: look again
+                    continue
+        assert len(done) >= cases, f"the run checkpointed fewer than {cases} cases in 300 s"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+    with sqlite3.connect(checkpoint) as db:
+        done = dict(db.execute("SELECT case_id, result FROM cases").fetchall())
+    return run_id, done
+
+
+def test_smoke_cases_answer_judge_resume_and_cache_through_the_real_server(
+    server, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """One run proves all of it (each model call costs seconds on one thread): five cases
+    answered and judged (one judge metric, one sample), killed after two checkpointed cases,
+    resumed, then repeated from the response cache. The candidate samples at temperature 1.0,
+    so a case redone after the kill would (almost surely) answer differently, and the repeat
+    can give the same answers only from the cache."""
     env = _env(tmp_path, server.url)
     out = tmp_path / "r1"
-    judge = ["--judge", "local:smollm2", "--judge-samples", "1", "--allow-weak-judge"]
+    args = [
+        *BASE, "--judge", "local:smollm2", "--judge-samples", "1", "--allow-weak-judge",
+        "--metrics", "deterministic,relevance", "--temperature", "1.0",
+    ]  # fmt: skip
     before = _served(server.url)
-    proc = _rag([*BASE, *judge, "--out", str(out)], env)
-    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    run_id, done = _kill_after([*args, "--out", str(out)], env, tmp_path, cases=2)
+    assert len(done) < 5, "the run finished before it could be killed"
+    resumed = _rag(["eval", "run", "--resume", run_id, "--quiet", "--gate", "red-lines",
+                    "--out", str(out)], env)  # fmt: skip
+    assert resumed.returncode in (0, 1), resumed.stderr[-2000:]
     report = _report(out)
     calls = _served(server.url) - before
     cases = report["cases"]
-    assert len(cases) == 5 and report["meta"]["candidate"] == {
-        "provider": "local:smollm2",
-        "offline": False,
-    }
+    assert [c["id"] for c in cases] == sorted(CASES)
+    assert report["meta"]["candidate"] == {"provider": "local:smollm2", "offline": False}
+
+    # resume: the checkpointed cases were not redone
+    by_id = {c["id"]: c for c in cases}
+    for case_id, raw in done.items():
+        first = json.loads(raw)
+        assert by_id[case_id]["answer"] == first["answer"]
+        assert by_id[case_id]["trace"]["trace_id"] == first["trace"]["trace_id"]
+
+    # plumbing: replies parse, usage and latency recorded, --max-tokens reached the server
     answered = [c for c in cases if c["trace"].get("tokens", {}).get("llm_calls")]
-    assert answered, "no case reached the model"
+    assert len(answered) == 5, "a case did not reach the model"
     for case in answered:
         assert isinstance(case["answer"], str)
         tokens = case["trace"]["tokens"]
-        assert tokens["input"] > 0 and tokens["output"] > 0  # usage parsed from the reply
         assert case["metrics"]["latency_s"]["value"] > 0
-        # --max-tokens 16 reached the server: a completion never exceeds it per call
         assert tokens["output"] <= 16 * tokens["llm_calls"]
+    # usage parsed from the reply, on the cases served before the kill: the first request
+    # after an abandoned one has been seen reporting prompt_tokens 0 (llm-server.mjs's count
+    # from the kept context; open defect, see CHANGELOG), which is not this test's subject
+    usage = [by_id[case_id]["trace"]["tokens"] for case_id in done]
+    assert all(t["input"] > 0 for t in usage), usage
+    assert any(t["output"] > 0 for t in usage), usage  # (sampling may stop at once)
+    judges = {m for m, info in report["metrics"].items() if info["kind"] == "judge"}
+    for case in cases:  # --metrics: one judge metric, so one judge call per case
+        assert judges & set(case["metrics"]) == {"relevance"}, sorted(case["metrics"])
     judged = [
         c for c in cases
         if c["metrics"]["relevance"]["value"] is not None or c["metrics"]["relevance"]["n_errors"]
@@ -153,62 +217,15 @@ def test_smoke_cases_answer_and_judge_through_the_real_server(server, tmp_path: 
     assert {"prompt": "system/kb_qa_v2", "model": "local:smollm2", "role": "candidate"} in pairs
     assert any(p["role"] == "judge" for p in pairs)
     md = next(out.glob("eval_*.md")).read_text(encoding="utf-8")
-    assert "outside APPLICABLE_MODELS" in md and "outside APPLICABLE_MODELS" in proc.stdout
+    assert "outside APPLICABLE_MODELS" in md
 
     # the same run again: every call is a cache hit, no request reaches the server
     served = _served(server.url)
-    again = _rag([*BASE, *judge, "--out", str(tmp_path / "r2")], env)
+    again = _rag([*args, "--out", str(tmp_path / "r2")], env)
     assert again.returncode in (0, 1), again.stderr[-2000:]
+    assert "outside APPLICABLE_MODELS" in again.stdout
     assert _served(server.url) == served
     assert [c["answer"] for c in _report(tmp_path / "r2")["cases"]] == [c["answer"] for c in cases]
-
-
-def test_killed_run_resumes_without_redoing_cases(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    env = _env(tmp_path, server.url)
-    out = tmp_path / "r"
-    # non-deterministic on purpose: a redone case would (almost surely) answer differently
-    args = [*BASE, "--judge", "none", "--temperature", "1.0", "--no-cache", "--out", str(out)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app", *args],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stderr is not None
-        first = proc.stderr.readline()
-        assert first.startswith("run "), first
-        run_id = first.split()[1]
-        checkpoint = tmp_path / "cache" / "runs" / f"{run_id}.sqlite3"
-        deadline = time.monotonic() + 300
-        done: dict[str, str] = {}
-        while time.monotonic() < deadline and len(done) < 2:
-            time.sleep(0.2)
-            if checkpoint.exists():
-                try:
-                    with sqlite3.connect(checkpoint) as db:
-                        done = dict(db.execute("SELECT case_id, result FROM cases").fetchall())
-                except sqlite3.OperationalError:  # created, its table not yet: look again
-                    continue
-        assert len(done) >= 2, "the run checkpointed fewer than 2 cases in 300 s"
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
-        if proc.stderr is not None:
-            proc.stderr.close()
-    with sqlite3.connect(checkpoint) as db:
-        done = dict(db.execute("SELECT case_id, result FROM cases").fetchall())
-    assert len(done) < 5, "the run finished before it could be killed"
-    resumed = _rag(["eval", "run", "--resume", run_id, "--quiet", "--gate", "red-lines",
-                    "--out", str(out)], env)  # fmt: skip
-    assert resumed.returncode in (0, 1), resumed.stderr[-2000:]
-    report = _report(out)
-    assert [c["id"] for c in report["cases"]] == sorted(c["id"] for c in report["cases"])
-    assert len(report["cases"]) == 5
-    by_id = {c["id"]: c for c in report["cases"]}
-    for case_id, raw in done.items():
-        before = json.loads(raw)
-        assert by_id[case_id]["answer"] == before["answer"]
-        assert by_id[case_id]["trace"]["trace_id"] == before["trace"]["trace_id"]
 
 
 def test_a_client_that_gives_up_frees_the_slot(server) -> None:  # type: ignore[no-untyped-def]
