@@ -80,7 +80,8 @@ class Candidate:
             "logged_answer": self.logged_answer,
             "golden_answer": "",
             "golden_chunk_ids": [],
-            "tags": ["mined", *self.rules],
+            # a tag is lowercase words joined by hyphens (the case schema's TAG_PATTERN)
+            "tags": ["mined", *(rule.replace("_", "-") for rule in self.rules)],
             "annotator": "rag datasets mine",
             "mined_from": str(source),
             "mined_at": mined_at,

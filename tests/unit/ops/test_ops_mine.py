@@ -228,6 +228,17 @@ def test_the_shipped_sample_log_fires_each_rule_once_per_planted_case() -> None:
     }  # its 👎 was taken back
 
 
+def test_a_candidate_s_tags_are_tags_a_suite_accepts() -> None:
+    import re
+
+    from app.eval.datasets import TAG_PATTERN
+
+    result = mine(read_answer_log(SAMPLE), datasets_dir=datasets_dir())
+    tags = {t for c in result.candidates for t in c.to_json(SAMPLE, "")["tags"]}
+    assert {"mined", "no-recall", "thumbs-down", "citation-out-of-range", "high-latency"} == tags
+    assert all(re.match(TAG_PATTERN, t) for t in tags)
+
+
 def test_mine_cli_writes_only_under_out_and_leaves_the_suites_untouched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
