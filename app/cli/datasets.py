@@ -121,13 +121,17 @@ def edit_cmd(port: int, lang: str | None) -> None:
     """Edit cases in the browser (served on 127.0.0.1 only; Ctrl-C stops it).
 
     Saves go into the next version file plus a CHANGELOG.md entry (never into a released
-    file); every save is checked by the same checker as `rag datasets check`.
+    file); every save is checked by the same checker as `rag datasets check`. The candidates
+    `rag datasets mine` wrote under reports/candidates/ open there too, for review and
+    acceptance into a suite.
     """
     from app.eval.dataset_editor import serve
-    from app.paths import datasets_dir, kb_dir
+    from app.paths import datasets_dir, kb_dir, reports_dir
 
     try:
-        server = serve(datasets_dir(), kb_dir(), port=port, lang=lang)
+        server = serve(
+            datasets_dir(), kb_dir(), port=port, lang=lang, candidates=reports_dir() / "candidates"
+        )
     except OSError as exc:
         raise DatasetError(
             f"cannot listen on 127.0.0.1:{port} ({exc.strerror}) — pick another --port"

@@ -15,6 +15,15 @@ One page (``editor_page.html``, plain JavaScript, no build step) talks to a smal
   CHANGELOG.md entry, or into the draft that an earlier save created. A file that changed
   on disk since the page loaded it is never overwritten: the save answers 409.
 
+Mined candidates (``rag datasets mine``; :mod:`app.eval.dataset_candidates`):
+
+* ``GET  /api/candidates`` — the candidate files under ``reports/candidates/``;
+* ``GET  /api/candidate-file?name=F`` — its candidates and sha256, like ``/api/suite``;
+* ``POST /api/validate`` with ``"candidates": F`` — each candidate checked as a case of
+  ``suite`` (line numbers are the candidate file's; ids against every suite);
+* ``POST /api/accept`` — the reviewed candidates ``ids`` into ``suite`` through the save
+  above (refused, line by line, while one has an error), then marked accepted in F.
+
 A file is *released* when git tracks it at ``HEAD`` (outside a git work tree: every file
 that this server did not create). Writes go to a temporary file and ``os.replace``; a new
 version file is created with ``os.link`` so that it never replaces one that appeared meanwhile.
@@ -37,8 +46,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from app.eval import dataset_candidates as cands
 from app.eval.dataset_check import check_text, suite_ids
-from app.eval.dataset_issues import CheckResult
+from app.eval.dataset_issues import CheckResult, Sink, show
 from app.eval.dataset_messages import FIELD_HINTS, Lang, resolve_lang
 from app.eval.dataset_versions import CHANGELOG_STUB, append_changelog, author, next_version_name
 from app.eval.datasets import CASE_FIELDS, Case, available_suites, iter_lines
@@ -63,7 +73,8 @@ class EditorState:
     lang: Lang = "en"
     who: str = ""
     created: set[str] = field(default_factory=set)  # realpaths of files this server wrote
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    candidates: Path | None = None  # the folder `rag datasets mine` writes (reports/candidates)
 
     # ------------------------------------------------------------------ reading
     def released(self, path: Path) -> bool:
@@ -184,20 +195,109 @@ class EditorState:
             lines.append(before[1] if same and before else json.dumps(case, ensure_ascii=False))
         return "".join(f"{x}\n" for x in lines)
 
-    def validate(self, suite: str, cases: list[dict[str, Any]]) -> CheckResult:
+    def validate(
+        self, suite: str, cases: list[dict[str, Any]], *, file: str | None = None
+    ) -> CheckResult:
+        """The check of ``cases`` as ``suite``'s file; with ``file`` (a candidate file's
+        name) of candidates that would join ``suite``: their ids against every suite's, an
+        accepted one not checked again."""
+        if file is not None:
+            cases = [
+                {"id": c.get("id")} if cands.is_accepted(c) else cands.as_case(c) for c in cases
+            ]
         # ASCII escapes for the check: a lone surrogate stays a JSON escape the checker names
         text = "".join(
             (c["__raw__"] if isinstance(c.get("__raw__"), str) else json.dumps(c)) + "\n"
             for c in cases
         )
-        return check_text(
+        every = suite_ids(self.folder, besides="") if file else {}
+        result = check_text(
             text,
             suite=suite,
-            file=suite,
+            file=file or suite,
             kb=self.kb,
             lang=self.lang,
-            other_ids=self.other_ids(suite),
+            other_ids=every if file else self.other_ids(suite),
         )
+        if file is not None:
+            # the checker takes an id already in `suite` for that case, updated; a candidate
+            # would be a second case with it
+            sink = Sink(file, result)
+            for n, c in enumerate(cases, 1):
+                first = every.get(str(c.get("id")))
+                if first is not None and first[0] == suite and set(c) != {"id"}:
+                    sink.add(
+                        n,
+                        "id",
+                        "duplicate-id.suite",
+                        code="duplicate-id",
+                        value=show(c["id"]),
+                        suite=suite,
+                        where=first[1],
+                    )
+            # the stand-in lines of accepted candidates say nothing
+            skip = {n for n, c in enumerate(cases, 1) if set(c) == {"id"}}
+            result.issues[:] = sorted(
+                (i for i in result.issues if i.line not in skip), key=lambda i: i.line or 0
+            )
+        return result
+
+    # ------------------------------------------------------------------ candidates
+    def load_candidates(self, name: str) -> dict[str, Any]:
+        path = cands.candidate_path(self.candidates, name)
+        cases, sha = cands.read_candidates(path)
+        return {"name": name, "sha256": sha, "cases": cases}
+
+    def accept(
+        self,
+        name: str,
+        base: str,
+        cases: list[dict[str, Any]],
+        ids: list[str],
+        suite: str,
+        note: str,
+    ) -> dict[str, Any]:
+        """Candidates ``ids`` (as reviewed in ``cases``) into ``suite``, then marked accepted."""
+        with self.lock:
+            path = cands.candidate_path(self.candidates, name)
+            if cands.read_candidates(path)[1] != base:
+                raise Conflict(
+                    f"{name} changed on disk since the page loaded it — your review is still "
+                    "in the page; reload the file in another tab, merge, then accept"
+                )
+            chosen = [
+                n
+                for n, c in enumerate(cases)
+                if c.get("id") in ids and not cands.is_accepted(c) and "__raw__" not in c
+            ]
+            if not chosen:
+                return {"accepted": False, "error": "no candidate to accept", "issues": []}
+            result = self.validate(suite, cases, file=name)
+            lines = {n + 1 for n in chosen}
+            problems = [i for i in result.issues if i.line in lines or i.line is None]
+            if any(i.severity == "error" for i in problems):
+                return {"accepted": False, "issues": [issue(i) for i in problems]}
+            current = self.load(suite)
+            ids_text = ", ".join(str(cases[n]["id"]) for n in chosen)
+            saved = self.save(
+                suite,
+                [*current["cases"], *(cands.as_case(cases[n]) for n in chosen)],
+                current["sha256"],
+                note.strip() or f"accepted mined candidate(s) {ids_text} from {name}",
+            )
+            if not saved["saved"]:
+                return {"accepted": False, "issues": saved["issues"]}
+            updated = [dict(c) for c in cases]
+            for n in chosen:
+                updated[n].update(status=cands.ACCEPTED, accepted_into=saved["file"])
+            _replace(path, cands.render_candidates(updated))
+            return {
+                "accepted": True,
+                "file": saved["file"],
+                "sha256": cands.read_candidates(path)[1],
+                "cases": updated,
+                "issues": [issue(i) for i in problems],
+            }
 
     # ------------------------------------------------------------------ saving
     def save(self, suite: str, cases: list[dict[str, Any]], base: str, note: str) -> dict[str, Any]:
@@ -266,17 +366,18 @@ def _write(path: Path, text: str) -> None:
 
 
 def issues(result: CheckResult) -> list[dict[str, Any]]:
-    return [
-        {
-            "line": i.line,
-            "field": i.field,
-            "message": i.message,
-            "fix": i.fix,
-            "severity": i.severity,
-            "code": i.code,
-        }
-        for i in result.issues
-    ]
+    return [issue(i) for i in result.issues]
+
+
+def issue(i: Any) -> dict[str, Any]:
+    return {
+        "line": i.line,
+        "field": i.field,
+        "message": i.message,
+        "fix": i.fix,
+        "severity": i.severity,
+        "code": i.code,
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -319,13 +420,17 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(HTTPStatus.OK, st.load(query.get("name", "")))
             elif url.path == "/api/fields":
                 self._json(HTTPStatus.OK, {"fields": st.fields()})
+            elif url.path == "/api/candidates":
+                self._json(HTTPStatus.OK, {"files": cands.candidate_files(st.candidates)})
+            elif url.path == "/api/candidate-file":
+                self._json(HTTPStatus.OK, st.load_candidates(query.get("name", "")))
             elif url.path == "/api/chunks":
                 acl = [a for a in query.get("acl", "").split(",") if a]
                 self._json(HTTPStatus.OK, {"chunks": st.chunks(query.get("q", ""), acl)})
             else:
                 self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})
         except KeyError as exc:
-            self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite {exc}"})
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite or candidate file {exc}"})
 
     def do_POST(self) -> None:
         if not self._host_ok() or self.headers.get("X-Rag-Editor") != "1":
@@ -344,6 +449,9 @@ class _Handler(BaseHTTPRequestHandler):
             cases = body["cases"]
             if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
                 raise TypeError("cases must be a list of objects")
+            file = body.get("candidates")
+            if file is not None and not isinstance(file, str):
+                raise TypeError("candidates must be a file name")
         except (ValueError, KeyError, TypeError) as exc:
             self._json(HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"})
             return
@@ -351,8 +459,18 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path).path
         try:
             if url == "/api/validate":
-                result = st.validate(suite, cases)
+                if file is not None:
+                    cands.candidate_path(st.candidates, file)
+                result = st.validate(suite, cases, file=file)
                 self._json(HTTPStatus.OK, {"issues": issues(result), "ok": not result.errors})
+            elif url == "/api/accept" and file is not None:
+                st.newest(suite)  # an unknown suite: 404
+                ids = [str(x) for x in body.get("ids") or []]
+                out = st.accept(
+                    file, str(body.get("sha256", "")), cases, ids, suite, str(body.get("note", ""))
+                )
+                status = HTTPStatus.OK if out["accepted"] else HTTPStatus.UNPROCESSABLE_ENTITY
+                self._json(status, out)
             elif url == "/api/save":
                 out = st.save(suite, cases, str(body.get("sha256", "")), str(body.get("note", "")))
                 status = HTTPStatus.OK if out["saved"] else HTTPStatus.UNPROCESSABLE_ENTITY
@@ -362,7 +480,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Conflict as exc:
             self._json(HTTPStatus.CONFLICT, {"saved": False, "error": str(exc)})
         except KeyError as exc:
-            self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite {exc}"})
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite or candidate file {exc}"})
 
 
 def make_server(state: EditorState, port: int = 0) -> ThreadingHTTPServer:
@@ -374,8 +492,16 @@ def make_server(state: EditorState, port: int = 0) -> ThreadingHTTPServer:
 
 
 def serve(
-    folder: Path, kb_root: Path, *, port: int = 8765, lang: str | None = None
+    folder: Path,
+    kb_root: Path,
+    *,
+    port: int = 8765,
+    lang: str | None = None,
+    candidates: Path | None = None,
 ) -> ThreadingHTTPServer:
-    """The editor's server for ``folder`` and the KB at ``kb_root`` (not yet serving)."""
-    state = EditorState(folder=folder, kb=load_kb(kb_root), lang=resolve_lang(lang))
+    """The editor's server for ``folder``, the KB at ``kb_root`` and the mined candidates in
+    ``candidates`` (not yet serving)."""
+    state = EditorState(
+        folder=folder, kb=load_kb(kb_root), lang=resolve_lang(lang), candidates=candidates
+    )
     return make_server(state, port)

@@ -135,3 +135,89 @@ def test_edit_pick_validate_fix_save_in_a_real_browser(
     expect(page.locator("#status")).to_contain_text("changed on disk")
     assert new.read_text(encoding="utf-8") == theirs
     assert page.locator("#f-question").input_value() == "入职那天几点到？"  # the edit is kept
+
+
+@pytest.fixture
+def mined(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    """The editor with the candidates `rag datasets mine` wrote from the shipped sample log."""
+    from app.ops.logs import read_answer_log
+    from app.ops.mine import mine, write_candidates
+
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    for name in ("smoke_v1.0.jsonl", "hard_v1.0.jsonl", "CHANGELOG.md"):
+        shutil.copy(DATASETS / name, folder / name)
+    log = ROOT / "tests" / "data" / "answer_log" / "answers_sample.jsonl"
+    mined_file = write_candidates(
+        mine(read_answer_log(log), datasets_dir=folder), log, tmp_path / "candidates"
+    )
+    state = EditorState(folder=folder, kb=load_kb(KB_ROOT), lang="en", candidates=mined_file.parent)
+    server = make_server(state)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", folder, mined_file
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_review_and_accept_a_mined_candidate_in_a_real_browser(
+    page: Any,  # noqa: F811
+    mined: tuple[str, Path, Path],
+) -> None:
+    from playwright.sync_api import expect
+
+    url, folder, mined_file = mined
+    candidates = [json.loads(x) for x in mined_file.read_text(encoding="utf-8").splitlines()]
+    released = (folder / "hard_v1.0.jsonl").read_bytes()
+    page.goto(url)
+    page.click(f'button.cand-file[data-file="{mined_file.name}"]')
+    expect(page.locator("li.case")).to_have_count(len(candidates))
+    slow = next(c for c in candidates if "high_latency" in c["rules"])
+    page.click(f'li.case[data-id="{slow["id"]}"]')
+    expect(page.locator("#f-question")).to_have_value("出差住酒店一晚最多报多少钱")
+    expect(page.locator("#evidence")).to_contain_text("rules: high_latency")
+    expect(page.locator("#evidence")).to_contain_text("12500")
+    expect(page.locator("#accept-suite")).to_have_value("hard")  # its suggested suite
+
+    # line-precise: every candidate lacks a golden answer, each on its own line
+    expect(page.locator("#i-golden_answer")).to_contain_text("is empty")
+    expect(page.locator("li.case.has-error")).to_have_count(len(candidates))
+    page.click("#accept")
+    expect(page.locator("#status")).to_contain_text("not accepted: 1 error(s)")
+    assert (folder / "hard_v1.1.jsonl").exists() is False
+
+    # review: the answer and its chunk (the picker offers what the case's acl may read)
+    page.fill("#f-golden_answer", "一线城市住宿上限 600 元/晚。")
+    page.fill("#chunk-q", "住宿标准")
+    page.click("#chunk-search")
+    page.locator("button.pick-golden").first.click()
+    expect(page.locator("#i-golden_answer")).to_have_text("")
+    expect(page.locator(f'li.case.has-error[data-id="{slow["id"]}"]')).to_have_count(0)
+    expect(page.locator("li.case.has-error")).to_have_count(len(candidates) - 1)
+    page.fill("#note", "mined: hotel cap question answered slowly in production")
+    page.click("#accept")
+    expect(page.locator("#status")).to_contain_text("into hard_v1.1.jsonl")
+    expect(page.locator(f'li.case.accepted[data-id="{slow["id"]}"]')).to_have_count(1)
+    expect(page.locator("#accept")).to_be_disabled()
+
+    # on disk: the next version of hard has the case (no mining fields), v1.0 untouched,
+    # a CHANGELOG entry, the candidate marked accepted, the other candidates as they were
+    new_lines = (folder / "hard_v1.1.jsonl").read_text(encoding="utf-8").splitlines()
+    assert new_lines[:-1] == released.decode("utf-8").splitlines()
+    case = json.loads(new_lines[-1])
+    assert case["id"] == slow["id"] and case["question"] == slow["question"]
+    assert case["golden_answer"] == "一线城市住宿上限 600 元/晚。"
+    assert case["golden_chunk_ids"] and not {"rules", "evidence", "status"} & set(case)
+    assert (folder / "hard_v1.0.jsonl").read_bytes() == released
+    log = (folder / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "mined: hotel cap question answered slowly in production" in log
+    assert check_paths([folder / "hard_v1.1.jsonl"], folder=folder, kb_root=KB_ROOT).exit_code == 0
+    after = [json.loads(x) for x in mined_file.read_text(encoding="utf-8").splitlines()]
+    [accepted] = [c for c in after if c["id"] == slow["id"]]
+    assert accepted["status"] == "accepted" and accepted["accepted_into"] == "hard_v1.1.jsonl"
+    assert [c for c in after if c["id"] != slow["id"]] == [
+        c for c in candidates if c["id"] != slow["id"]
+    ]

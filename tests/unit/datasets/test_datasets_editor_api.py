@@ -136,3 +136,59 @@ def test_released_means_tracked_by_git(tmp_path: Path) -> None:
     assert not by_name["full"]["released"]  # an untracked draft is edited in place
     assert by_name["full"]["saves_to"] == "full_v1.0.jsonl"
     assert KB_ROOT.is_dir()
+
+
+def _candidates(folder: Path, rows: list[dict[str, Any]]) -> Path:
+    folder.mkdir(exist_ok=True)
+    path = folder / "mined_20261201T000000Z.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return path
+
+
+def candidate(cid: str, **changes: Any) -> dict[str, Any]:
+    mining = {"status": "needs_review", "rules": ["no_recall"], "evidence": {"top1": 0.1}}
+    return {**valid_case(cid), **mining, **changes}
+
+
+def test_candidates_are_checked_as_cases_and_accepted_once(
+    served: tuple[int, Path, EditorState], tmp_path: Path
+) -> None:
+    port, folder, state = served
+    state.candidates = tmp_path / "candidates"
+    path = _candidates(state.candidates, [candidate("c-1"), candidate("s-1", golden_answer="")])
+    assert call(port, "GET", "/api/candidates")[1]["files"] == [
+        {"name": path.name, "candidates": 2, "pending": 2}
+    ]
+    for bad in ("../datasets/smoke_v1.0.jsonl", "nope.jsonl", ".hidden.jsonl"):
+        assert call(port, "GET", f"/api/candidate-file?name={bad}")[0] == 404
+    loaded = call(port, "GET", f"/api/candidate-file?name={path.name}")[1]
+    cases, sha = loaded["cases"], loaded["sha256"]
+
+    # checked as cases of smoke: the mining fields are no error, line 2's id and answer are
+    body = {"suite": "smoke", "candidates": path.name, "cases": cases}
+    issues = call(port, "POST", "/api/validate", body, **OWN)[1]["issues"]
+    assert {(i["line"], i["field"]) for i in issues if i["severity"] == "error"} == {
+        (2, "id"),
+        (2, "golden_answer"),
+    }
+    refused = call(port, "POST", "/api/accept", {**body, "sha256": sha, "ids": ["s-1"]}, **OWN)
+    assert refused[0] == 422 and {i["line"] for i in refused[1]["issues"]} == {2}
+    stale = {**body, "sha256": "0" * 64, "ids": ["c-1"]}
+    assert call(port, "POST", "/api/accept", stale, **OWN)[0] == 409
+
+    status, out = call(port, "POST", "/api/accept", {**body, "sha256": sha, "ids": ["c-1"]}, **OWN)
+    # outside git smoke_v1.0 counts as released: the case goes into the next version
+    released = (folder / "smoke_v1.0.jsonl").read_bytes()
+    assert status == 200 and out["accepted"] and out["file"] == "smoke_v1.1.jsonl"
+    assert (folder / "smoke_v1.0.jsonl").read_bytes() == released
+    suite = [json.loads(x) for x in (folder / "smoke_v1.1.jsonl").read_text("utf-8").splitlines()]
+    assert [c["id"] for c in suite] == ["s-1", "s-2", "c-1"] and suite[-1] == valid_case("c-1")
+    marked = [json.loads(x) for x in path.read_text("utf-8").splitlines()]
+    assert marked[0]["status"] == "accepted" and marked[0]["accepted_into"] == "smoke_v1.1.jsonl"
+    assert marked[1] == candidate("s-1", golden_answer="")
+    again = {**body, "cases": out["cases"], "sha256": out["sha256"], "ids": ["c-1"]}
+    assert call(port, "POST", "/api/accept", again, **OWN)[0] == 422  # not twice
+    assert len((folder / "smoke_v1.1.jsonl").read_text("utf-8").splitlines()) == 3
+    # the accepted one is in smoke now, yet its own line raises no duplicate-id error
+    issues = call(port, "POST", "/api/validate", again, **OWN)[1]["issues"]
+    assert all(i["line"] == 2 for i in issues)
