@@ -59,7 +59,7 @@ def candidate_files(folder: Path | None) -> list[dict[str, Any]]:
     for path in sorted(folder.glob("*.jsonl"), reverse=True):
         if not path.is_file() or not _NAME.match(path.name):
             continue
-        cases = read_candidates(path)[0]
+        cases = read_objects(path)[0]
         rows.append(
             {
                 "name": path.name,
@@ -77,8 +77,9 @@ def candidate_path(folder: Path | None, name: str) -> Path:
     return folder / name
 
 
-def read_candidates(path: Path) -> tuple[list[dict[str, Any]], str]:
-    """The candidates (a line that is no JSON object: ``{"__raw__": line}``) and the sha256."""
+def read_objects(path: Path) -> tuple[list[dict[str, Any]], str]:
+    """A JSONL file's objects, as the editor shows them (a line that is no JSON object:
+    ``{"__raw__": line}``; blank lines skipped), and the file's sha256."""
     data = path.read_bytes()
     cases: list[dict[str, Any]] = []
     for _, line in iter_lines(data.decode("utf-8", errors="replace")):

@@ -123,20 +123,11 @@ class EditorState:
 
     def load(self, name: str) -> dict[str, Any]:
         path = self.newest(name)
-        data = path.read_bytes()
-        cases: list[dict[str, Any]] = []
-        for _, line in iter_lines(data.decode("utf-8", errors="replace")):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except (ValueError, RecursionError):
-                obj = None
-            cases.append(obj if isinstance(obj, dict) else {"__raw__": line})
+        cases, sha = cands.read_objects(path)
         return {
             "name": name,
             "file": path.name,
-            "sha256": hashlib.sha256(data).hexdigest(),
+            "sha256": sha,
             "released": self.released(path),
             "cases": cases,
         }
@@ -245,7 +236,7 @@ class EditorState:
     # ------------------------------------------------------------------ candidates
     def load_candidates(self, name: str) -> dict[str, Any]:
         path = cands.candidate_path(self.candidates, name)
-        cases, sha = cands.read_candidates(path)
+        cases, sha = cands.read_objects(path)
         return {"name": name, "sha256": sha, "cases": cases}
 
     def accept(
@@ -260,7 +251,7 @@ class EditorState:
         """Candidates ``ids`` (as reviewed in ``cases``) into ``suite``, then marked accepted."""
         with self.lock:
             path = cands.candidate_path(self.candidates, name)
-            if cands.read_candidates(path)[1] != base:
+            if cands.read_objects(path)[1] != base:
                 raise Conflict(
                     f"{name} changed on disk since the page loaded it — your review is still "
                     "in the page; reload the file in another tab, merge, then accept"
@@ -294,7 +285,7 @@ class EditorState:
             return {
                 "accepted": True,
                 "file": saved["file"],
-                "sha256": cands.read_candidates(path)[1],
+                "sha256": cands.read_objects(path)[1],
                 "cases": updated,
                 "issues": [issue(i) for i in problems],
             }

@@ -13,6 +13,7 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +29,32 @@ DATASETS = ROOT / "tests" / "eval" / "datasets"
 KB_ROOT = ROOT / "tests" / "eval" / "kb" / "sample"
 
 
-@pytest.fixture
-def editor(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def _datasets(tmp_path: Path) -> Path:
     folder = tmp_path / "datasets"
     folder.mkdir()
     for name in ("smoke_v1.0.jsonl", "hard_v1.0.jsonl", "CHANGELOG.md"):
         shutil.copy(DATASETS / name, folder / name)
-    server = make_server(EditorState(folder=folder, kb=load_kb(KB_ROOT), lang="en"))
+    return folder
+
+
+@contextmanager
+def _serving(state: EditorState) -> Iterator[str]:
+    server = make_server(state)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", folder
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+@pytest.fixture
+def editor(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    folder = _datasets(tmp_path)
+    with _serving(EditorState(folder=folder, kb=load_kb(KB_ROOT), lang="en")) as url:
+        yield url, folder
 
 
 def test_edit_pick_validate_fix_save_in_a_real_browser(
@@ -143,24 +155,14 @@ def mined(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     from app.ops.logs import read_answer_log
     from app.ops.mine import mine, write_candidates
 
-    folder = tmp_path / "datasets"
-    folder.mkdir()
-    for name in ("smoke_v1.0.jsonl", "hard_v1.0.jsonl", "CHANGELOG.md"):
-        shutil.copy(DATASETS / name, folder / name)
+    folder = _datasets(tmp_path)
     log = ROOT / "tests" / "data" / "answer_log" / "answers_sample.jsonl"
     mined_file = write_candidates(
         mine(read_answer_log(log), datasets_dir=folder), log, tmp_path / "candidates"
     )
     state = EditorState(folder=folder, kb=load_kb(KB_ROOT), lang="en", candidates=mined_file.parent)
-    server = make_server(state)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", folder, mined_file
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with _serving(state) as url:
+        yield url, folder, mined_file
 
 
 def test_review_and_accept_a_mined_candidate_in_a_real_browser(
