@@ -17,27 +17,11 @@ from app.eval.calibrate import load_labels
 from app.eval.judge_table import JudgeInput, judge_metric, judge_table, unregister
 from app.eval.runner import RunConfig, run, run_sync
 from app.generation.registry import load_registry
-from app.llm.engine import Engine, EngineConfig
 from app.llm.providers.offline_judge import RULES
-from app.llm.types import ChatRequest, Completion
 from app.paths import PACKAGE_DIR
+from tests.support.recording_engine import RecordingEngine as Recording
 
 MINI_CASES = 5
-
-
-class Recording(Engine):
-    def __init__(self) -> None:
-        super().__init__(EngineConfig(cache=False))
-        self.requests: list[tuple[str, ChatRequest]] = []
-
-    async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
-    ) -> Completion:
-        self.requests.append((provider, request))
-        return await super().generate(provider, request, sample_index)
-
-    def judge_metrics(self) -> Counter[str]:
-        return Counter(r.metadata["judge_metric"] for _, r in self.requests if r.purpose == "judge")
 
 
 async def _run(config: RunConfig) -> tuple[dict[str, object], Recording]:

@@ -20,14 +20,13 @@ import pytest
 from app.cli import main
 from app.eval.observe import PipelineFactory
 from app.eval.runner import RunConfig, run, run_sync
-from app.llm.engine import Engine, EngineConfig
-from app.llm.types import ChatRequest, Completion
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.fixtures import (  # noqa: F401
     fake_llm_server,
     isolated_cache,
     planted_keys,
 )
+from tests.support.recording_engine import RecordingEngine as Recording
 
 
 def rag(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -82,20 +81,6 @@ def test_pronoun_case_after_others_no_longer_aborts_mid_run(
     assert rc == 2, out + err
     assert "preflight:" in err and "rewrite/standalone" in err
     assert fake_llm_server.requests == 0
-
-
-class Recording(Engine):
-    """The real engine (offline providers, local server), recording every request."""
-
-    def __init__(self) -> None:
-        super().__init__(EngineConfig(cache=False))
-        self.requests: list[tuple[str, ChatRequest]] = []
-
-    async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
-    ) -> Completion:
-        self.requests.append((provider, request))
-        return await super().generate(provider, request, sample_index)
 
 
 def test_disambiguation_override_fills_the_disambiguation_slot(eval_root: Path) -> None:
