@@ -38,9 +38,10 @@ from app.text.stopwords import STOPWORDS_EN, STOPWORDS_ZH
 
 ANALYSER_VERSION = "2"  # 2: one analyser for retrieval and the offline baselines (2026-12)
 
-_CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+# the CJK ideographs (ext. A, unified, compatibility): a regex class body, the one home of it
+CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
 _LATIN = re.compile(r"[a-z0-9]+")
 _HYPHENATED = re.compile(r"(?<=[a-z])-(?=[a-z])")
 

@@ -37,6 +37,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.text.analyser import CJK_CLASS
 from app.text.normalise import nfkc, strip_invisible
 
 __all__ = ["SIGNALS_PATH", "Finding", "Signal", "SignalSet", "load_signals", "scan", "views"]
@@ -53,8 +54,7 @@ _LEET = str.maketrans("013457@$!|", "oieastasii")
 _LEET_NEEDED = re.compile(r"[a-z][0-9@$]|[0-9@$][a-z]")
 _SPACED_LETTERS = re.compile(r"\b[a-z](?:(?: |[._\-*·/|+~]{1,3})[a-z]\b){2,}")
 _SEPARATORS = re.compile(r"[ ._\-*·/|+~]")
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_GAP = re.compile(rf"(?<=[{_CJK}])[\s._\-*·/|+~_]{{1,3}}(?=[{_CJK}])")
+_CJK_GAP = re.compile(rf"(?<=[{CJK_CLASS}])[\s._\-*·/|+~_]{{1,3}}(?=[{CJK_CLASS}])")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _ESCAPES = re.compile(r"(?:%[0-9a-fA-F]{2}){3,}|(?:\\u[0-9a-fA-F]{4}){3,}")
 _MACRO = re.compile(r"\{([a-z_]+)\}")
