@@ -226,6 +226,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         thresholds=thresholds,
         totals=totals,
         partial_reason=None,
+        sent_texts={h: t for r in unique for h, t in r.sent_texts.items()},
     )
 
 

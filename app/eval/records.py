@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.eval.config import RunConfig
 from app.eval.metrics.base import Score
-from app.generation.pipeline.trace import Trace
+from app.generation.pipeline.trace import SentMessage, Trace
 from app.llm.engine import EngineStats
 
 SCHEMA_VERSION: Literal["2"] = "2"
@@ -326,6 +326,9 @@ class Report(ReportSummary):
     """A full evaluation report (``reports/eval_<UTC>.json``)."""
 
     cases: list[CaseResult]
+    # sha256 -> text of every message the answer calls sent (``trace.sent``), once per
+    # distinct text: the cases' messages refer to it by hash (``content`` null)
+    sent_texts: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Report:
@@ -334,7 +337,20 @@ class Report(ReportSummary):
             if case.id in seen:
                 raise ValueError(f"case id {case.id!r} appears twice; ids must be unique")
             seen.add(case.id)
+            for m in case.trace.sent if case.trace is not None else ():
+                if m.content is None and m.sha256 not in self.sent_texts:
+                    raise ValueError(
+                        f"case {case.id}: sent {m.role} message {m.sha256[:12]}… is not in "
+                        "sent_texts (a report keeps every sent text once)"
+                    )
         return self
+
+    def sent_text(self, message: SentMessage) -> str | None:
+        """The (possibly cut) text of a sent message: inline (a streamed run report) or in
+        ``sent_texts`` by its hash (a merged or in-memory built report)."""
+        if message.content is not None:
+            return message.content
+        return self.sent_texts.get(message.sha256)
 
     def case(self, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if c.id == case_id), None)

@@ -127,12 +127,18 @@ def build_report(
     totals: Totals,
     partial_reason: str | None = None,
     measured: Collection[str] | None = None,
+    sent_texts: Mapping[str, str] | None = None,
 ) -> Report:
     """Assemble the report; cases are sorted by id so the file never depends on run order.
 
     The summary is :func:`build_summary` of the cases' digests (the runner's streaming
-    path computes it the same way)."""
-    ordered = sorted(cases, key=lambda c: c.id)
+    path computes it the same way). Each sent message's text moves into the report's
+    ``sent_texts`` (once per distinct text); ``sent_texts`` supplies the texts of cases that
+    refer to them already (shard reports being merged). The runner's streamed report keeps
+    the texts inline in each case instead (``content``, at most ``SENT_MESSAGE_LIMIT`` each)."""
+    texts = dict(sent_texts or {})
+    ordered = [_shared_texts(c, texts) for c in sorted(cases, key=lambda c: c.id)]
+    used = {m.sha256 for c in ordered if c.trace is not None for m in c.trace.sent}
     judges = sorted(n for n, spec in metric_specs.items() if spec.kind == "judge")
     digests = [digest(c, judges, thresholds.bad_judge_score) for c in ordered]
     summary = build_summary(
@@ -146,7 +152,20 @@ def build_report(
         partial_reason=partial_reason,
         measured=measured,
     )
-    return Report(**dict(summary), cases=ordered)  # instances are not re-validated
+    texts_used = {h: texts[h] for h in sorted(used) if h in texts}
+    return Report(**dict(summary), cases=ordered, sent_texts=texts_used)  # not re-validated
+
+
+def _shared_texts(case: CaseResult, texts: dict[str, str]) -> CaseResult:
+    """``case`` with its sent messages' texts moved into ``texts`` (keyed by sha256)."""
+    trace = case.trace
+    if trace is None or all(m.content is None for m in trace.sent):
+        return case
+    for m in trace.sent:
+        if m.content is not None:
+            texts.setdefault(m.sha256, m.content)
+    sent = [m.model_copy(update={"content": None}) for m in trace.sent]
+    return case.model_copy(update={"trace": trace.model_copy(update={"sent": sent})})
 
 
 # ---------------------------------------------------------------- writing

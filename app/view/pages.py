@@ -10,7 +10,7 @@ the static export (relative file names).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,9 @@ from markupsafe import Markup
 
 from app.eval.compare import LABEL, Comparison
 from app.eval.compare.render import fmt_delta, fmt_p, fmt_value
-from app.eval.records import Report
+from app.eval.records import BadCase, CaseResult, Report
 from app.eval.render import _VERDICT_MARK, bars, cost_text
+from app.generation.pipeline.trace import SENT_MESSAGE_LIMIT
 from app.text import has_cjk
 from app.view.diff import word_diff
 from app.view.model import (
@@ -36,7 +37,16 @@ from app.view.model import (
     run_row,
 )
 
-__all__ = ["case_page", "compare_case_page", "compare_page", "run_page", "runs_page"]
+__all__ = [
+    "case_page",
+    "case_pages",
+    "compare_case_page",
+    "compare_page",
+    "render_case",
+    "run_page",
+    "runs_page",
+    "static_assets",
+]
 
 HERE = Path(__file__).parent
 VERDICT_LABEL = _VERDICT_MARK  # the terminal table's words: pass / FAIL / no data / NOT MEASURED
@@ -59,8 +69,14 @@ def _env() -> jinja2.Environment:
         verdict_label=VERDICT_LABEL,
         home=None,
         trend=None,
+        assets=None,  # a folder href: link view.css / view.js there instead of inlining them
     )
     return env
+
+
+def static_assets() -> dict[str, str]:
+    """``view.css`` and ``view.js`` by file name (what a page links when ``assets`` is set)."""
+    return {n: (HERE / "static" / n).read_text(encoding="utf-8") for n in ("view.css", "view.js")}
 
 
 def json_script(data: object) -> Markup:
@@ -127,17 +143,46 @@ def case_page(report: Report, case_id: str, back: str, home: str | None = None) 
     case = report.case(case_id)
     if case is None:
         return None
+    return render_case(report, case, report.bad_case(case_id), back, home)
+
+
+def case_pages(report: Report, back: str, assets: str | None = None) -> Iterator[tuple[str, str]]:
+    """``(case id, page)`` for every case — one pass: no per-case search of the report."""
+    bad = {b.id: b for b in report.bad_cases}
+    for case in report.cases:
+        yield case.id, render_case(report, case, bad.get(case.id), back, None, assets)
+
+
+def render_case(
+    report: Report,
+    case: CaseResult,
+    bad: BadCase | None,
+    back: str,
+    home: str | None = None,
+    assets: str | None = None,
+) -> str:
     view = case_view(report, case)
     return _render(
         "case.html",
         lang=_lang([case.question]),
         home=home,
+        assets=assets,
         back=back,
         r=report,
         c=case,
         v=view,
-        bad=report.bad_case(case_id),
-        prompt_sent=None,  # the trace records version + hash, not the rendered messages
+        bad=bad,
+        prompt_sent=[
+            {
+                "role": m.role,
+                "chars": m.chars,
+                "sha256": m.sha256,
+                "cut": m.cut,
+                "text": report.sent_text(m),
+            }
+            for m in (case.trace.sent if case.trace is not None else [])
+        ],
+        limit=SENT_MESSAGE_LIMIT,
         cost=fmt_cost(case.cost_usd, priced(report)),
     )
 
@@ -188,8 +233,12 @@ def compare_case_page(
     base_case_href: str,
     new_case_href: str,
     home: str | None = None,
+    *,
+    pair: tuple[CaseResult, CaseResult] | None = None,
+    assets: str | None = None,
 ) -> str | None:
-    old, case = base.case(case_id), new.case(case_id)
+    """``pair``: the two results, when the caller has them (no search of the reports)."""
+    old, case = pair if pair is not None else (base.case(case_id), new.case(case_id))
     if old is None or case is None:
         return None
     left, right = word_diff(old.answer or "", case.answer or "")
@@ -206,6 +255,7 @@ def compare_case_page(
         "compare_case.html",
         lang=_lang([case.question]),
         home=home,
+        assets=assets,
         back=back,
         base=base,
         new=new,

@@ -119,8 +119,13 @@ def test_run_filter_case_compare_diff(
     assert page.locator("#golden").count() == 1 and page.locator("#golden").inner_text().strip()
     if target.trace and target.trace.retrieved:
         assert page.locator("#chunks tbody tr").count() == len(target.trace.retrieved)
-    assert "not recorded" in page.locator("#prompt").inner_text()
+    # the prompt exactly as sent: every message of the answer call, from the report's texts
+    assert target.trace is not None and target.trace.sent
+    shown = page.locator("#prompt pre.sent").all_inner_texts()
+    expected = [str(v2.sent_text(m)) for m in target.trace.sent]
+    assert [t.strip() for t in shown] == [t.strip() for t in expected]
     page.screenshot(path=str(shots / "viewer-case.png"), full_page=False)
+    page.locator("#prompt").screenshot(path=str(shots / "viewer-prompt.png"))
 
     # compare v1 → v2 (two real runs) from the runs list: tick both, press compare
     page.goto(server + "/")

@@ -53,6 +53,7 @@ from app.generation.pipeline.trace import (
     RewriteTrace,
     TokenUsage,
     Trace,
+    sent_messages,
 )
 from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
 from app.limits import check_history, check_question
@@ -367,6 +368,7 @@ class Pipeline:
             # the plain question (not XML-escaped or tag-wrapped) for offline baselines
             metadata={"documents": asm.documents_json(), "question": rw.rewritten},
         )
+        trace.sent = sent_messages(request)
         completion = await self.engine.generate(cfg.model, request, sample_index=sample_index)
         run.account(completion)
 

@@ -7,9 +7,12 @@ asking user may read (retrieval filters by ACL before scoring).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from app.llm.types import ChatRequest
 
 AnswerMode = Literal["no_hits", "refusal", "strict", "assisted", "injection_refused"]
 
@@ -71,6 +74,33 @@ class InjectionTrace(_Record):
     cleaned_question: str | None = None  # ``clean``: the question the pipeline went on with
 
 
+SENT_MESSAGE_LIMIT = 20_000  # characters of one sent message a trace keeps; the rest is counted
+
+
+class SentMessage(_Record):
+    """One message of the answer call as handed to the provider (system first, then history
+    and the user turn). ``sha256`` and ``chars`` are of the full text; ``content`` keeps its
+    first :data:`SENT_MESSAGE_LIMIT` characters (``cut``: how many more there were). In a
+    report ``content`` is ``None``: the text is stored once per distinct text in the report's
+    ``sent_texts`` (the system message of 10,000 cases is stored once)."""
+
+    role: str
+    sha256: str
+    chars: int
+    content: str | None = None
+    cut: int = 0
+
+    @classmethod
+    def of(cls, role: str, text: str) -> SentMessage:
+        import hashlib
+
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        kept = text[:SENT_MESSAGE_LIMIT]
+        return cls(
+            role=role, sha256=digest, chars=len(text), content=kept, cut=len(text) - len(kept)
+        )
+
+
 class TokenUsage(_Record):
     input: int = 0
     output: int = 0
@@ -95,6 +125,7 @@ class Trace(_Record):
     prompt_hash: str | None = None
     prompt_versions: dict[str, str] = Field(default_factory=dict)  # role -> qualified version
     memory: MemoryTrace | None = None
+    sent: list[SentMessage] = Field(default_factory=list)  # the answer call's messages as sent
     raw_answer: str | None = None  # the model's text before rejection substitution
     rejected: bool = False  # a rejection trigger keyword replaced the answer
     uncertain: bool = False  # "无法确定": citation checks skipped, bad-case logged
@@ -119,3 +150,13 @@ class Answer(_Record):
     # the context text the pipeline placed into the prompt ("" when the prompt had none:
     # no hits, refusal mode, injection refusal) — what a faithfulness judge must read
     context: str = ""
+
+
+def sent_messages(request: ChatRequest) -> list[SentMessage]:
+    """The messages a chat API receives for ``request`` (:func:`prompt_messages`: a
+    single-string format is one user message), system first."""
+    from app.llm.providers.base import prompt_messages
+
+    system, messages = prompt_messages(request)
+    head = [SentMessage.of("system", system)] if system is not None else []
+    return head + [SentMessage.of(role, content) for role, content in messages]

@@ -141,6 +141,7 @@ def test_overlapping_cases_are_refused(runs: dict[str, Any]) -> None:
     s1, s2, s3 = runs["shards"]
     data = json.loads(s2.model_dump_json())
     data["cases"].append(json.loads(s1.cases[0].model_dump_json()))
+    data["sent_texts"].update(s1.sent_texts)  # the texts its messages refer to
     with pytest.raises(ReportError, match="shards overlap"):
         merge_reports([s1, Report.model_validate(data), s3])
 
@@ -177,3 +178,17 @@ def test_engine_counters_are_summed_key_by_key() -> None:
     assert total.by_provider == {"openai:x": 5, "openai:y": 2}
     assert total.retry_budget == {"used": 1}
     assert _sum_stats([None]) is None
+
+
+def test_merged_shards_keep_every_sent_text(runs: dict[str, Any]) -> None:
+    merged, single = merge_reports(runs["shards"]), runs["single"]
+    assert merged.sent_texts  # the merged report stores each text once …
+
+    def sent(report: Report) -> dict[str, list[tuple[str, str | None]]]:
+        return {
+            c.id: [(m.sha256, report.sent_text(m)) for m in c.trace.sent]
+            for c in report.cases
+            if c.trace
+        }
+
+    assert sent(merged) == sent(single)  # … and every case's messages read back the same

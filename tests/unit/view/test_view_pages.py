@@ -165,11 +165,27 @@ def test_report_html_and_compare_html_write_linked_pages(
     assert all((tmp_path / h).is_file() for h in hrefs) and len(hrefs) == 2
     case = (tmp_path / hrefs[0]).read_text(encoding="utf-8")
     assert 'href="../run.html"' in case
+    # the case pages share one stylesheet and script beside them (not inlined per page)
+    assert '<link rel="stylesheet" href="./view.css">' in case and "<style>" not in case
+    assert '<script src="./view.js"></script>' in case
+    from app.view.pages import static_assets
+
+    for name, text in static_assets().items():
+        assert (tmp_path / "run_cases" / name).read_text(encoding="utf-8") == text
+    # a second export replaces the set as a whole: no stale page, no temp folder left
+    (tmp_path / "run_cases" / "stale.html").write_text("old", encoding="utf-8")
+    rc, _, _ = rag(["report", "html", str(b), "-o", str(tmp_path / "run.html")], capsys)
+    assert rc == 0 and not (tmp_path / "run_cases" / "stale.html").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    # … but never a folder holding something else: refused (exit 2), nothing removed
+    (tmp_path / "run_cases" / "notes.txt").write_text("mine", encoding="utf-8")
+    rc, _, err = rag(["report", "html", str(b), "-o", str(tmp_path / "run.html")], capsys)
+    assert rc == 2 and "notes.txt" in err and (tmp_path / "run_cases" / "notes.txt").exists()
 
     target = tmp_path / "cmp.html"
     rc, out, _ = rag(["eval", "compare", str(a), str(b), "--format", "html", "-o", str(target)], capsys)  # fmt: skip
     assert rc == 0 and target.is_file()
-    assert sorted(p.name for p in (tmp_path / "cmp_cases").iterdir()) == sorted(Path(h).name for h in hrefs)  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "cmp_cases").iterdir()) == sorted([*(Path(h).name for h in hrefs), "view.css", "view.js"])  # fmt: skip
     assert "significant regression" in target.read_text(encoding="utf-8") or "within noise" in target.read_text(encoding="utf-8")  # fmt: skip
 
     bad = tmp_path / "eval_bad.json"
@@ -219,3 +235,39 @@ def test_a_gated_metric_not_measured_is_shown_as_a_failure() -> None:
     page = pages.run_page(report, {"kb-001": "a.html"})
     row = re.search(r'<th scope="row"[^>]*>correctness</th>(.*?)</tr>', page, re.S)
     assert row is not None and "NOT MEASURED" in row[1] and 'class="not_measured"' in row[1]
+
+
+def test_the_case_page_shows_the_prompt_as_sent_escaped_and_says_what_was_cut() -> None:
+    from app.eval.report import _shared_texts
+    from app.generation.pipeline.trace import SENT_MESSAGE_LIMIT, SentMessage, Trace
+    from app.view import pages
+
+    _, new = two_reports()
+    trace = Trace.model_validate(
+        {
+            "trace_id": "t", "created_at": "2026-11-30T19:00:00Z", "model": "m",
+            "user_acl": ["public"], "question": "q", "rewritten_query": "q",
+            "rewrite": {"strategy": "off", "triggered": False}, "mode": "strict",
+            "sent": [
+                SentMessage.of("system", "你是助手。" + HOSTILE).model_dump(),
+                SentMessage.of("user", "问" * (SENT_MESSAGE_LIMIT + 3)).model_dump(),
+            ],
+        }
+    )  # fmt: skip
+    texts: dict[str, str] = {}
+    case = _shared_texts(new.cases[0].model_copy(update={"trace": trace}), texts)
+    report = new.model_copy(update={"cases": [case, new.cases[1]], "sent_texts": texts})
+    html = pages.case_page(report, "kb-001", back="run.html")
+    assert html is not None
+    sent = re.findall(r'<pre class="sent">(.*?)</pre>', html, re.S)
+    assert (
+        sent[0]
+        == "你是助手。&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
+    )
+    assert sent[1] == "问" * SENT_MESSAGE_LIMIT
+    assert f"… 3 more characters not kept (a trace keeps {SENT_MESSAGE_LIMIT} per message)" in html
+    assert "<script>alert" not in html
+    # a case from a report written before traces kept the messages says so
+    old = pages.case_page(report, "kb-002", back="run.html")
+    assert old is not None and '<pre class="sent">' not in old
+    assert "no trace: the pipeline failed before it produced one" in old
