@@ -304,6 +304,10 @@ class ReportSummary(Record):
     breakdowns: Breakdowns
     refusal_confusion: RefusalConfusion
     bad_cases: list[BadCase]
+    # sha256 -> text of sent messages (``trace.sent``) stored once per distinct text, the
+    # cases' messages referring to it by hash (``content`` null); empty in a run's streamed
+    # report, whose cases keep their texts inline
+    sent_texts: dict[str, str] = Field(default_factory=dict)
 
     @property
     def judge_metrics(self) -> list[str]:
@@ -326,9 +330,6 @@ class Report(ReportSummary):
     """A full evaluation report (``reports/eval_<UTC>.json``)."""
 
     cases: list[CaseResult]
-    # sha256 -> text of every message the answer calls sent (``trace.sent``), once per
-    # distinct text: the cases' messages refer to it by hash (``content`` null)
-    sent_texts: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Report:

@@ -153,7 +153,8 @@ def build_report(
         measured=measured,
     )
     texts_used = {h: texts[h] for h in sorted(used) if h in texts}
-    return Report(**dict(summary), cases=ordered, sent_texts=texts_used)  # not re-validated
+    fields = {**dict(summary), "sent_texts": texts_used}
+    return Report(**fields, cases=ordered)  # instances are not re-validated
 
 
 def _shared_texts(case: CaseResult, texts: dict[str, str]) -> CaseResult:
