@@ -218,15 +218,30 @@ def _confusion(cells: Counter[str]) -> RefusalConfusion:
 # ---------------------------------------------------------------- aggregates
 
 
+def _columns(
+    digests: Iterable[CaseDigest], names: Collection[str]
+) -> dict[str, list[tuple[float | None, int]]]:
+    """Each metric's (value, n_errors) over ``digests`` in their order: one pass over the
+    cases instead of one per metric (and per group)."""
+    out: dict[str, list[tuple[float | None, int]]] = {name: [] for name in names}
+    for d in digests:
+        for name, (value, errs, _) in d.scores.items():
+            column = out.get(name)
+            if column is not None:
+                column.append((value, errs))
+    return out
+
+
 def summarise(
     digests: Sequence[CaseDigest], metric_specs: Mapping[str, MetricSpec], seed: int
 ) -> dict[str, Distribution]:
     out: dict[str, Distribution] = {}
+    columns = _columns(digests, metric_specs)
     for name, spec in metric_specs.items():
-        scores = [d.scores[name] for d in digests if name in d.scores]
-        n_errors = sum(1 for value, errs, _ in scores if value is None and errs > 0)
+        scores = columns[name]
+        n_errors = sum(1 for value, errs in scores if value is None and errs > 0)
         dist = describe(
-            [value for value, _, _ in scores],
+            [value for value, _ in scores],
             n_errors=n_errors,
             unit=spec.unit,
             seed=stable_seed(seed, name),
@@ -235,32 +250,66 @@ def summarise(
     return out
 
 
+def breakdowns(digests: Sequence[CaseDigest], metric_names: Iterable[str]) -> Breakdowns:
+    """:func:`breakdown` by tag and by difficulty over one matrix of the values."""
+    import numpy as np
+
+    names = list(metric_names)
+    col = {name: j for j, name in enumerate(names)}
+    values = np.zeros((len(digests), len(names)), dtype=float)
+    defined = np.zeros(values.shape, dtype=bool)
+    errored = np.zeros(values.shape, dtype=bool)
+    for i, d in enumerate(digests):
+        for name, (value, errs, _) in d.scores.items():
+            j = col.get(name)
+            if j is None:
+                continue
+            if value is not None:
+                values[i, j], defined[i, j] = value, True
+            elif errs:
+                errored[i, j] = True
+    matrix = (col, values, defined, errored)
+    return Breakdowns(
+        by_tag=breakdown(digests, "tags", matrix),
+        by_difficulty=breakdown(digests, "difficulty", matrix),
+    )
+
+
 def breakdown(
-    digests: Sequence[CaseDigest],
-    metric_names: Iterable[str],
-    key: Literal["tags", "difficulty"],
+    digests: Sequence[CaseDigest], key: Literal["tags", "difficulty"], matrix: Any
 ) -> dict[str, Group]:
-    groups: dict[str, list[CaseDigest]] = defaultdict(list)
-    for d in digests:
+    """Per tag (or difficulty): cases, and each metric's defined count, errors and mean.
+
+    ``matrix``: the (cases × metrics) values of :func:`breakdowns`; a group's sum is the last
+    entry of a cumulative sum down its rows — left to right, as ``sum()`` over the group's
+    values in case order, so the means are the same floats."""
+    import numpy as np
+
+    col, values, defined, errored = matrix
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, d in enumerate(digests):
         if key == "tags":
             for tag in d.tags:
-                groups[tag].append(d)
+                groups[tag].append(i)
         else:
-            groups[d.difficulty if d.difficulty is not None else "unspecified"].append(d)
-    names = list(metric_names)
+            groups[d.difficulty if d.difficulty is not None else "unspecified"].append(i)
     out: dict[str, Group] = {}
     for label in sorted(groups):
-        members = groups[label]
-        metrics: dict[str, GroupMetric] = {}
-        for name in names:
-            scores = [m.scores[name] for m in members if name in m.scores]
-            vals = [value for value, _, _ in scores if value is not None]
-            metrics[name] = GroupMetric(
-                n=len(vals),
-                n_errors=sum(1 for value, errs, _ in scores if value is None and errs),
-                mean=sum(vals) / len(vals) if vals else None,
-            )
-        out[label] = Group(cases=len(members), metrics=metrics)
+        rows = np.asarray(groups[label], dtype=np.intp)
+        n = defined[rows].sum(axis=0)
+        n_errors = errored[rows].sum(axis=0)
+        sums = np.cumsum(values[rows], axis=0)[-1]  # undefined entries are 0.0
+        out[label] = Group(
+            cases=len(rows),
+            metrics={
+                name: GroupMetric(
+                    n=int(n[j]),
+                    n_errors=int(n_errors[j]),
+                    mean=float(sums[j]) / int(n[j]) if n[j] else None,
+                )
+                for name, j in col.items()
+            },
+        )
     return out
 
 
@@ -301,10 +350,7 @@ def summary_parts(
     return SummaryParts(
         summary=summarise(ordered, metric_specs, seed),
         red_line_hits=red_line_hits(ordered, metric_specs),
-        breakdowns=Breakdowns(
-            by_tag=breakdown(ordered, metric_specs, "tags"),
-            by_difficulty=breakdown(ordered, metric_specs, "difficulty"),
-        ),
+        breakdowns=breakdowns(ordered, metric_specs),
         refusal_confusion=_confusion(cells),
         bad_cases=[d.bad for d in ordered if d.bad is not None],
         cases_done=len(ordered),
