@@ -96,8 +96,13 @@ async function complete(body, signal) {
     const after = sequence.tokenMeter.getState();
     const text = meta.responseText;
     const completion = after.usedOutputTokens - before.usedOutputTokens;
-    // the whole prompt (reused + newly evaluated tokens), as an OpenAI server reports it
-    const promptTokens = Math.max(0, sequence.contextTokens.length - completion);
+    // the whole prompt as an OpenAI server reports it (reused prefix + newly evaluated
+    // tokens): the chat wrapper's rendering of the history up to the empty model turn,
+    // tokenized. (The context's length is not it: it held stale tokens after a prefix reuse
+    // and was shorter than the completion after an aborted request.)
+    const asked = [...session.getChatHistory().slice(0, -1), { type: "model", response: [] }];
+    const { contextText } = session.chatWrapper.generateContextState({ chatHistory: asked });
+    const promptTokens = contextText.tokenize(model.tokenizer).length;
     return {
       id: `chatcmpl-${randomBytes(8).toString("hex")}`,
       object: "chat.completion",
