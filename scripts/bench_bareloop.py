@@ -47,7 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVER = ROOT / "tests" / "support" / "fake_llm_server.py"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from tests.support.fake_llm_server import FakeServerProcess as Mock  # noqa: E402
+
 BIN = Path(sys.executable).parent
 RAG = str(BIN / "rag") if (BIN / "rag").exists() else "rag"
 TARGET_RATIO, TARGET_RSS_MB, TARGET_CPU_MS = 1.15, 100.0, 1.0
@@ -111,44 +114,6 @@ class Run:
     rc: int
 
 
-class Mock:
-    def __init__(self, latency: float) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), "--latency", str(latency), "--responder", "bench"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().split()
-        if not line or line[0] != "READY":
-            self.proc.kill()
-            raise SystemExit("the mock server did not start")
-        self.url = f"http://127.0.0.1:{line[1]}"
-
-    def _get(self, path: str, data: bytes | None = None) -> dict[str, int]:
-        import urllib.request
-
-        req = urllib.request.Request(self.url + path, data=data, method="POST" if data else "GET")
-        with urllib.request.urlopen(req, timeout=10) as r:
-            out: dict[str, int] = json.loads(r.read() or b"{}")
-        return out
-
-    def reset(self) -> None:
-        self._get("/_reset", b"{}")
-
-    def requests(self) -> int:
-        return int(self._get("/_stats")["requests"])
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
 def child_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
     env.update(
@@ -171,7 +136,7 @@ def timed(cmd: list[str], env: dict[str, str], mock: Mock) -> Run:
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     if res["rc"] not in (0, 1) or "Traceback" in res["err"]:
         raise SystemExit(f"{' '.join(cmd[:4])} … exited {res['rc']}:\n{res['err']}{res['out']}")
-    return Run(res["wall"], res["rss_mb"], res["cpu"], mock.requests(), res["rc"])
+    return Run(res["wall"], res["rss_mb"], res["cpu"], mock.stats()["requests"], res["rc"])
 
 
 def bare_cmd(mock: Mock, dataset: Path, n: int, c: int) -> list[str]:
@@ -241,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(name)
         env = child_env(tmp)
         ds, ds4 = dataset(tmp, n), dataset(tmp, 4 * n)
-        mock = Mock(args.latency)
+        mock = Mock(args.latency, responder="bench")
         try:
             timed(bare_cmd(mock, ds, n, c), env, mock)  # warm-up: bytecode, page cache
             timed(rag_cmd(mock, ds, tmp / "out", c), env, mock)
@@ -265,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         finally:
             mock.close()
-        zero = Mock(0.0)
+        zero = Mock(0.0, responder="bench")
         try:
             cpu = {}
             for who in ("bare", "rag"):

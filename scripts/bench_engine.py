@@ -26,12 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVER = ROOT / "tests" / "support" / "fake_llm_server.py"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from tests.support.fake_llm_server import FakeServerProcess as Server  # noqa: E402
+
 TARGET_EVAL, TARGET_WHOLE, TARGET_RSS_MB = 1.10, 1.35, 150.0
 
 
@@ -94,35 +96,6 @@ def eval_phase(args: argparse.Namespace) -> None:
 
 
 # --- the driver ---------------------------------------------------------------------
-class Server:
-    def __init__(self, latency: float) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), "--latency", str(latency)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().split()
-        if not line or line[0] != "READY":
-            raise SystemExit("fake server did not start")
-        self.url = f"http://127.0.0.1:{line[1]}"
-
-    def stats(self) -> dict[str, int]:
-        with urllib.request.urlopen(f"{self.url}/_stats") as r:
-            data: dict[str, int] = json.load(r)
-            return data
-
-    def reset(self) -> None:
-        req = urllib.request.Request(f"{self.url}/_reset", data=b"{}", method="POST")
-        urllib.request.urlopen(req).close()
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
-
-
 def run_child(server: Server, cache: str, cases: int, concurrency: int) -> dict[str, Any]:
     server.reset()
     env = dict(os.environ, PYTHONPATH=str(ROOT), OPENAI_API_KEY="sk-bench-not-a-key")

@@ -27,12 +27,14 @@ import argparse
 import collections
 import json
 import socket
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -489,6 +491,51 @@ def _anthropic_body(
             "cache_read_input_tokens": read,
         },
     }
+
+
+class FakeServerProcess:
+    """This server in a process of its own (``python fake_llm_server.py``), for the benchmarks:
+    their client must not share the server's GIL. Stopped by closing its stdin."""
+
+    def __init__(self, latency: float = 0.0, responder: str = "echo") -> None:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--latency", str(latency)]
+        self.proc = subprocess.Popen(
+            [*cmd, "--responder", responder],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().split()
+        if not line or line[0] != "READY":
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise RuntimeError("the fake LLM server did not start")
+        self.url = f"http://127.0.0.1:{line[1]}"
+
+    def _call(self, path: str, data: bytes | None = None) -> dict[str, int]:
+        import urllib.request
+
+        req = urllib.request.Request(self.url + path, data=data, method="POST" if data else "GET")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            out: dict[str, int] = json.loads(r.read() or b"{}")
+        return out
+
+    def stats(self) -> dict[str, int]:
+        """``/_stats``: requests, peak_in_flight, in_flight."""
+        return self._call("/_stats")
+
+    def reset(self) -> None:
+        self._call("/_reset", b"{}")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
 
 
 def main(argv: list[str] | None = None) -> int:
