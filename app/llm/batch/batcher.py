@@ -141,6 +141,10 @@ class Batcher:
                     return
                 await asyncio.sleep(exc.retry_after or delay)
                 delay *= 2
+            except Exception as exc:  # a defect or an unwrapped client error: no hang
+                for w in take:
+                    self._fail(w, _unexpected("submit", exc, "nothing was submitted"))
+                return
         for w in take:
             w.rounds += 1
         self.store.record_submitted(
@@ -176,6 +180,9 @@ class Batcher:
                         self._fail_batch(batch_id, exc)
                         return
                     status = None
+                except Exception as exc:
+                    self._fail_batch(batch_id, _unexpected("status", exc, _KEPT), keep=True)
+                    return
                 if status is not None and status.ended:
                     break
                 if time.monotonic() - started > cfg.deadline_s:
@@ -194,6 +201,9 @@ class Batcher:
                 results = await api.results(batch_id)
             except ProviderError as exc:
                 self._fail_batch(batch_id, exc)
+                return
+            except Exception as exc:
+                self._fail_batch(batch_id, _unexpected("results", exc, _KEPT), keep=True)
                 return
             self.stats.by_batch[batch_id] = status.state
             self._deliver(batch_id, api, results)
@@ -238,6 +248,18 @@ class Batcher:
             task.cancel()
         self._pollers.clear()
         self.store.close()
+
+
+_KEPT = "the batch stays recorded and --resume re-attaches to it"
+
+
+def _unexpected(step: str, exc: Exception, then: str) -> ProviderError:
+    """Anything but a ProviderError from a batch adapter: a defect or a reply it did not
+    expect. It fails the calls (never leaves them waiting); the text is redacted."""
+    from app.redact import redact
+
+    what = redact(f"{type(exc).__name__}: {exc}")[:300]
+    return ProviderError(f"batch {step} failed unexpectedly ({what}); {then}")
 
 
 def _spec_of(api: BatchAPI, model: str) -> ProviderSpec:

@@ -204,3 +204,23 @@ async def test_a_malformed_batch_result_is_the_live_reply_s_error(
         what = _live_error(api, body)
         assert any(what in text for text in said), (what, said)
     assert "body is not JSON" in _live_error(api, HTML.encode())  # the HTML page's reason
+
+
+@pytest.mark.parametrize("step", ["submit", "status", "results"])
+async def test_an_unexpected_error_in_a_batch_step_fails_its_calls_instead_of_hanging(
+    step: str, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug or an unwrapped client error (anything but a ProviderError) in submit, status or
+    results killed the flusher/poller task and left every call of the batch waiting for ever."""
+    from app.llm.batch.apis import AnthropicBatches, OpenAIBatches
+
+    async def broken(self: object, *args: object) -> object:
+        raise KeyError("id")  # e.g. a reply shape the adapter did not expect
+
+    monkeypatch.setattr(OpenAIBatches if api == "openai" else AnthropicBatches, step, broken)
+    with FakeBatchServer() as server:
+        provider = _provider(api, server, monkeypatch)
+        results = await asyncio.wait_for(_run(_engine(tmp_path), provider, 3), 30)
+    assert all(type(r) is ProviderError for r in results), results
+    said = str(results[0])
+    assert f"batch {step}" in said and "KeyError" in said, said
