@@ -76,6 +76,7 @@ class Batcher:
         self._waiting: dict[str, _Waiter] = {}
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._apis: dict[str, BatchAPI] = {}
+        self._batch_keys: dict[str, set[str]] = {}  # batch id -> keys waited for here
 
     @staticmethod
     def handles(spec: ProviderSpec) -> bool:
@@ -99,6 +100,7 @@ class Batcher:
             pending = self.store.pending(key)
             if pending is not None:  # submitted by a process that did not see its end
                 self.stats.reattached += 1
+                self._batch_keys.setdefault(pending.batch_id, set()).add(key)
                 self._watch(pending.batch_id, api)
             else:
                 self._enqueue(spec, api, waiter)
@@ -125,7 +127,11 @@ class Batcher:
             take = [w for w in take if not w.future.done()]
             if not take:
                 continue
-            await self._submit(spec, api, take)
+            try:
+                await self._submit(spec, api, take)
+            except Exception as exc:  # a defect: fail these calls, keep serving the queue
+                for w in take:
+                    self._fail(w, _unexpected("submit", exc, "nothing was collected"))
 
     async def _submit(self, spec: ProviderSpec, api: BatchAPI, take: list[_Waiter]) -> None:
         items = [BatchItem(custom_id=w.key, request=w.request, model=w.model) for w in take]
@@ -147,13 +153,22 @@ class Batcher:
                 return
         for w in take:
             w.rounds += 1
-        self.store.record_submitted(
-            batch_id,
-            family=spec.family,
-            endpoint=spec.endpoint,
-            model=spec.model,
-            items=[(w.key, w.key) for w in take],
-        )
+        try:
+            self.store.record_submitted(
+                batch_id,
+                family=spec.family,
+                endpoint=spec.endpoint,
+                model=spec.model,
+                items=[(w.key, w.key) for w in take],
+            )
+        except Exception as exc:  # sqlite: locked, disk full, read-only …
+            error = _store_error(batch_id, exc, "was submitted, but could not be recorded "
+                                 "(--resume cannot re-attach to it; its results are not "
+                                 "collected)")  # fmt: skip
+            for w in take:
+                self._fail(w, error)
+            return
+        self._batch_keys.setdefault(batch_id, set()).update(w.key for w in take)
         self.stats.batches += 1
         self.stats.requests += len(take)
         log.info("submitted %s batch %s with %d requests", spec, batch_id, len(take))
@@ -208,8 +223,17 @@ class Batcher:
             self.stats.by_batch[batch_id] = status.state
             self._deliver(batch_id, api, results)
             self.store.finish(batch_id, "ended")
+        except Exception as exc:  # the batch store failed (or a defect): no call waits for ever
+            error = _store_error(batch_id, exc, "its results could not be collected (the "
+                                 "batch stays with the provider)")  # fmt: skip
+            for key in self._batch_keys.get(batch_id, ()):
+                waiter = self._waiting.get(key)
+                if waiter is not None:
+                    self._fail(waiter, error)
+            log.warning("%s", error)
         finally:
             self._pollers.pop(batch_id, None)
+            self._batch_keys.pop(batch_id, None)
 
     def _deliver(
         self, batch_id: str, api: BatchAPI, results: dict[str, Completion | ProviderError]
@@ -260,6 +284,14 @@ def _unexpected(step: str, exc: Exception, then: str) -> ProviderError:
 
     what = redact(f"{type(exc).__name__}: {exc}")[:300]
     return ProviderError(f"batch {step} failed unexpectedly ({what}); {then}")
+
+
+def _store_error(batch_id: str, exc: Exception, what: str) -> ProviderError:
+    """The batch store (SQLite) failed around batch ``batch_id``: the calls fail with this."""
+    from app.redact import redact
+
+    cause = redact(f"{type(exc).__name__}: {exc}")[:300]
+    return ProviderError(f"batch {batch_id} {what}: the batch store failed ({cause})")
 
 
 def _spec_of(api: BatchAPI, model: str) -> ProviderSpec:

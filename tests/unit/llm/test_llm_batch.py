@@ -5,6 +5,7 @@ partial failures, expiry with resubmission, and re-attaching after a restart."""
 from __future__ import annotations
 
 import asyncio
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -224,3 +225,26 @@ async def test_an_unexpected_error_in_a_batch_step_fails_its_calls_instead_of_ha
     assert all(type(r) is ProviderError for r in results), results
     said = str(results[0])
     assert f"batch {step}" in said and "KeyError" in said, said
+
+
+@pytest.mark.parametrize("method", ["record_submitted", "items_of"])
+async def test_a_failing_batch_store_fails_the_calls_instead_of_hanging(
+    method: str, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch store (SQLite) raising — a locked or full disk — after the submit killed the
+    flusher (``record_submitted``) or the poller (``items_of``) and left every call waiting."""
+    import sqlite3
+
+    from app.llm.batch.store import BatchStore
+
+    def broken(self: object, *args: object, **kwargs: object) -> object:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(BatchStore, method, broken)
+    with FakeBatchServer() as server:
+        provider = _provider(api, server, monkeypatch)
+        results = await asyncio.wait_for(_run(_engine(tmp_path), provider, 3), 30)
+    assert all(type(r) is ProviderError for r in results), results
+    said = str(results[0])
+    assert "batch store" in said and "database or disk is full" in said, said
+    assert re.search(r"batch (msg)?batch_\w+ ", said), said  # names the batch
