@@ -9,7 +9,9 @@ the candidate file's, ids are checked against every suite), and accepts a review
 a suite through the editor's ordinary save (next version + CHANGELOG entry when the suite's
 newest file is released). The accepted candidate stays in its file, marked
 ``"status": "accepted"`` with ``accepted_into`` (the file it went to), so it is not accepted
-twice; its mining fields never reach the suite.
+twice; its mining fields never reach the suite. A candidate can also be rejected
+(``"status": "rejected"`` with ``rejected_reason``), or its review edits saved in its own file
+without accepting it; an accepted candidate's line is never rewritten by either.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ MINING_FIELDS = frozenset(
         "mined_from",
         "mined_at",
         "accepted_into",
+        "rejected_reason",
     }
 )
 ACCEPTED = "accepted"
+REJECTED = "rejected"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.jsonl$")
 
 
@@ -51,6 +55,11 @@ def is_accepted(candidate: dict[str, Any]) -> bool:
     return candidate.get("status") == ACCEPTED
 
 
+def is_reviewed(candidate: dict[str, Any]) -> bool:
+    """Accepted or rejected: nothing left to review (a rejected one may still be accepted)."""
+    return candidate.get("status") in (ACCEPTED, REJECTED)
+
+
 def candidate_files(folder: Path | None) -> list[dict[str, Any]]:
     """The candidate files in ``folder``, newest first, with how many are left to review."""
     if folder is None or not folder.is_dir():
@@ -64,7 +73,7 @@ def candidate_files(folder: Path | None) -> list[dict[str, Any]]:
             {
                 "name": path.name,
                 "candidates": len(cases),
-                "pending": sum(1 for c in cases if not is_accepted(c)),
+                "pending": sum(1 for c in cases if not is_reviewed(c)),
             }
         )
     return rows

@@ -21,6 +21,8 @@ Mined candidates (``rag datasets mine``; :mod:`app.eval.dataset_candidates`):
 * ``GET  /api/candidate-file?name=F`` — its candidates and sha256, like ``/api/suite``;
 * ``POST /api/validate`` with ``"candidates": F`` — each candidate checked as a case of
   ``suite`` (line numbers are the candidate file's; ids against every suite);
+* ``POST /api/review`` — the page's edits written back into the candidate file without
+  accepting, those in ``reject`` marked rejected with ``note`` as the reason;
 * ``POST /api/accept`` — the reviewed candidates ``ids`` into ``suite`` through the save
   above (refused, line by line, while one has an error), then marked accepted in F.
 
@@ -290,6 +292,36 @@ class EditorState:
                 "issues": [issue(i) for i in problems],
             }
 
+    def review(
+        self, name: str, base: str, cases: list[dict[str, Any]], reject: list[str], note: str
+    ) -> dict[str, Any]:
+        """Write the page's review of candidate file ``name`` back into it without accepting
+        anything: the edited candidates, and those ``reject`` marked rejected (``note`` is the
+        reason, required). Accepted candidates keep their line as on disk."""
+        with self.lock:
+            path = cands.candidate_path(self.candidates, name)
+            on_disk, sha = cands.read_objects(path)
+            if sha != base:
+                raise Conflict(
+                    f"{name} changed on disk since the page loaded it — your review is still "
+                    "in the page; reload the file in another tab, merge, then save"
+                )
+            if len(cases) != len(on_disk):
+                return {"saved": False, "error": "the page's candidates do not match the file"}
+            if reject and not note.strip():
+                return {"saved": False, "error": "say why it is rejected (the note field)"}
+            updated = []
+            for old, new in zip(on_disk, cases, strict=True):
+                if cands.is_accepted(old):
+                    updated.append(old)
+                    continue
+                new = dict(new)
+                if "__raw__" not in new and new.get("id") in reject:
+                    new.update(status=cands.REJECTED, rejected_reason=note.strip())
+                updated.append(new)
+            _replace(path, cands.render_candidates(updated))
+            return {"saved": True, "sha256": cands.read_objects(path)[1], "cases": updated}
+
     # ------------------------------------------------------------------ saving
     def save(self, suite: str, cases: list[dict[str, Any]], base: str, note: str) -> dict[str, Any]:
         with self.lock:
@@ -461,6 +493,13 @@ class _Handler(BaseHTTPRequestHandler):
                     file, str(body.get("sha256", "")), cases, ids, suite, str(body.get("note", ""))
                 )
                 status = HTTPStatus.OK if out["accepted"] else HTTPStatus.UNPROCESSABLE_ENTITY
+                self._json(status, out)
+            elif url == "/api/review" and file is not None:
+                reject = [str(x) for x in body.get("reject") or []]
+                out = st.review(
+                    file, str(body.get("sha256", "")), cases, reject, str(body.get("note", ""))
+                )
+                status = HTTPStatus.OK if out["saved"] else HTTPStatus.UNPROCESSABLE_ENTITY
                 self._json(status, out)
             elif url == "/api/save":
                 out = st.save(suite, cases, str(body.get("sha256", "")), str(body.get("note", "")))

@@ -223,3 +223,42 @@ def test_review_and_accept_a_mined_candidate_in_a_real_browser(
     assert [c for c in after if c["id"] != slow["id"]] == [
         c for c in candidates if c["id"] != slow["id"]
     ]
+
+
+def test_a_candidate_s_review_is_saved_or_rejected_without_accepting_it(
+    page: Any,  # noqa: F811
+    mined: tuple[str, Path, Path],
+) -> None:
+    from playwright.sync_api import expect
+
+    url, folder, mined_file = mined
+    candidates = [json.loads(x) for x in mined_file.read_text(encoding="utf-8").splitlines()]
+    suites = sorted(p.name for p in folder.glob("*.jsonl"))
+    page.goto(url)
+    page.click(f'button.cand-file[data-file="{mined_file.name}"]')
+    first, second = candidates[0], candidates[1]
+    page.click(f'li.case[data-id="{first["id"]}"]')
+    page.fill("#f-golden_answer", "半成品：待业务专家确认。")
+    page.click("#save-review")
+    expect(page.locator("#status")).to_contain_text("review saved")
+    on_disk = [json.loads(x) for x in mined_file.read_text(encoding="utf-8").splitlines()]
+    assert on_disk[0]["golden_answer"] == "半成品：待业务专家确认。"
+    assert on_disk[0].get("status") == first.get("status")  # still to review, not accepted
+    assert on_disk[1:] == candidates[1:]
+
+    page.click(f'li.case[data-id="{second["id"]}"]')
+    page.fill("#note", "")
+    page.click("#reject")
+    expect(page.locator("#status")).to_contain_text("say why")
+    page.fill("#note", "duplicate of an existing hard case")
+    page.click("#reject")
+    expect(page.locator("#status")).to_contain_text(f"rejected {second['id']}")
+    expect(page.locator("#evidence")).to_contain_text("rejected / 已拒绝: duplicate of an existing")
+    expect(page.locator("#reject")).to_be_disabled()
+    expect(page.locator(f'button.cand-file[data-file="{mined_file.name}"]')).to_contain_text(
+        f"{len(candidates) - 1} of {len(candidates)} to review"
+    )
+    on_disk = [json.loads(x) for x in mined_file.read_text(encoding="utf-8").splitlines()]
+    assert on_disk[1]["status"] == "rejected"
+    assert on_disk[1]["rejected_reason"] == "duplicate of an existing hard case"
+    assert sorted(p.name for p in folder.glob("*.jsonl")) == suites  # no suite written

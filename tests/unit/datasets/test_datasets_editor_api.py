@@ -192,3 +192,40 @@ def test_candidates_are_checked_as_cases_and_accepted_once(
     # the accepted one is in smoke now, yet its own line raises no duplicate-id error
     issues = call(port, "POST", "/api/validate", again, **OWN)[1]["issues"]
     assert all(i["line"] == 2 for i in issues)
+
+
+def test_a_review_is_saved_or_rejected_in_the_candidate_file_never_over_an_accepted_one(
+    served: tuple[int, Path, EditorState], tmp_path: Path
+) -> None:
+    port, folder, state = served
+    state.candidates = tmp_path / "candidates"
+    path = _candidates(state.candidates, [candidate("c-1"), candidate("c-2"), candidate("c-3")])
+    loaded = call(port, "GET", f"/api/candidate-file?name={path.name}")[1]
+    body = {"suite": "smoke", "candidates": path.name, "cases": loaded["cases"]}
+    accepted = call(port, "POST", "/api/accept", {**body, "sha256": loaded["sha256"], "ids": ["c-1"]}, **OWN)[1]  # fmt: skip
+    before = path.read_text("utf-8").splitlines()
+
+    # the page edits all three (the accepted one too) and rejects c-2
+    edited = [{**c, "question": c["question"] + "（改）"} for c in accepted["cases"]]
+    review = {**body, "cases": edited, "sha256": accepted["sha256"], "reject": ["c-2"]}
+    assert call(port, "POST", "/api/review", review, **OWN)[0] == 422  # no reason given
+    assert call(port, "POST", "/api/review", {**review, "sha256": "0" * 64, "note": "x"}, **OWN)[0] == 409  # fmt: skip
+    short = {**review, "cases": edited[:2], "note": "x"}
+    assert call(port, "POST", "/api/review", short, **OWN)[0] == 422
+    assert path.read_text("utf-8").splitlines() == before  # nothing written by the refusals
+
+    status, out = call(port, "POST", "/api/review", {**review, "note": "asked twice"}, **OWN)
+    after = [json.loads(x) for x in path.read_text("utf-8").splitlines()]
+    assert status == 200 and out["saved"] and out["cases"] == after
+    assert after[0] == json.loads(before[0])  # the accepted line as it was
+    assert after[1]["status"] == "rejected" and after[1]["rejected_reason"] == "asked twice"
+    assert after[1]["question"].endswith("（改）") and after[2]["question"].endswith("（改）")
+    assert after[2].get("status") == candidate("c-3").get("status")
+    assert call(port, "GET", "/api/candidates")[1]["files"] == [
+        {"name": path.name, "candidates": 3, "pending": 1}
+    ]
+    # a rejected candidate can still be accepted later
+    again = {**body, "cases": out["cases"], "sha256": out["sha256"], "ids": ["c-2"]}
+    status, out = call(port, "POST", "/api/accept", again, **OWN)
+    assert status == 200 and out["accepted"]
+    assert [json.loads(x)["id"] for x in (folder / "smoke_v1.1.jsonl").read_text("utf-8").splitlines()][-2:] == ["c-1", "c-2"]  # fmt: skip
