@@ -90,11 +90,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from app.text.analyser import CJK_CLASS
+
 K1 = 1.5
 B = 0.75
 ABSENT_WEIGHT = 0.6
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(f"[{CJK_CLASS}]")
 
 
 @dataclass

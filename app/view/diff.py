@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.text import ensure_jieba, has_cjk
+from app.text.analyser import CJK_CLASS as _CJK
 
 __all__ = ["Segment", "segments", "word_diff"]
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # CJK runs; latin words (letters, digits, in-word . , - ' e.g. 3.5 or e-mail); spaces; any
 # other single character (punctuation, full-width marks, emoji).
 _PIECE = re.compile(f"([{_CJK}]+)|([^\\W_]+(?:[.,'\\-][^\\W_]+)*)|(\\s+)|(.)", re.DOTALL)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.generation.pipeline.injection import Finding, scan
+from app.text.analyser import CJK_CLASS, has_cjk
 from app.text.normalise import nfkc, strip_invisible
 
 __all__ = [
@@ -63,7 +64,6 @@ def detect_injection(text: str) -> Finding:
 
 
 _SPACES = re.compile(r"\s+")
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff"
 
 
 _BLOCKS = re.compile(
@@ -87,7 +87,7 @@ _QUESTION = re.compile(
     r"should|would|will|may)\b",
     re.IGNORECASE,
 )
-_SUBSTANTIVE = re.compile(rf"[{_CJK}]{{2}}|[^\W_]{{2}}")
+_SUBSTANTIVE = re.compile(rf"[{CJK_CLASS}]{{2}}|[^\W_]{{2}}")
 
 
 @dataclass(frozen=True)
@@ -204,13 +204,10 @@ def screen_history(contents: Sequence[str], policy: InjectionPolicy) -> Screened
         flagged.append(i)
         if policy == "clean":
             left = clean(content).text
-            out.append(left or (REMOVED_ZH if _HAS_CJK.search(content) else REMOVED_EN))
+            out.append(left or (REMOVED_ZH if has_cjk(content) else REMOVED_EN))
         else:
             out.append(content)
     return Screened(tuple(out), tuple(flagged))
-
-
-_HAS_CJK = re.compile(f"[{_CJK}]")
 
 
 class DocumentScreen:
