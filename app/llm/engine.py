@@ -226,10 +226,9 @@ class Engine:
             await self.batcher.aclose()
 
     def prepare(self, *providers: str) -> None:
-        """Parse the provider strings, check their keys and build their clients now.
-
-        Call it before a run: a missing key fails before the first case, and SDK imports
-        happen at start-up rather than inside the first call.
+        """Parse the provider strings and check their keys now (a missing key or SDK
+        fails before the first case). The SDK itself is imported by the first request
+        (outside its deadline): a run whose answers all come from the cache never pays it.
         """
         for text in providers:
             self.provider(parse_provider(text))
@@ -374,6 +373,7 @@ class Engine:
         self, spec: ProviderSpec, impl: Provider, request: ChatRequest, sample_index: int
     ) -> Completion:
         try:
+            impl.connect()  # the SDK import and client, outside the attempt's deadline
             return await self._attempts(spec, impl, request, sample_index)
         finally:
             self.stats.retry_budget = self._budget.as_dict()

@@ -80,7 +80,7 @@ def item_error(label: str, custom_id: str, kind: str, message: str) -> ProviderE
 
 
 def _client(provider: Provider) -> Any:
-    client = getattr(provider, "_client", None)
+    client = provider.connect()  # the SDK providers make it on first use
     if client is None:  # pragma: no cover - every SDK provider has one
         raise ProviderError(f"{provider.spec}: this provider has no SDK client for batches")
     return client

@@ -26,6 +26,7 @@ from app.llm.providers.base import (
     missing_sdk,
     prompt_messages,
     request_id_hook,
+    require_sdk,
     sdk_call,
 )
 from app.llm.providers.replies import anthropic_completion
@@ -43,21 +44,34 @@ class AnthropicProvider(Provider):
         key = os.environ.get(ENV_KEY)
         if not key:
             raise ConfigError(f"provider {spec}: set the environment variable {ENV_KEY}")
+        require_sdk("anthropic", str(spec))
+        self._secret = key
+        self._sdk: Any = None  # the SDK and its client: made for the first request
+        self._client: Any = None
+        self._create: Any = None
+
+    def connect(self) -> Any:
+        """The SDK client (imported and made on first use)."""
+        if self._client is not None:
+            return self._client
         try:
             import anthropic
         except ImportError as exc:
-            raise ConfigError(missing_sdk("anthropic", str(spec))) from exc
-        self._sdk: Any = anthropic
-        self._secret = key
+            raise ConfigError(missing_sdk("anthropic", str(self.spec))) from exc
         http = anthropic.DefaultAsyncHttpxClient(
             event_hooks={"response": [request_id_hook("request-id")]}
         )
-        self._client = anthropic.AsyncAnthropic(api_key=key, max_retries=0, http_client=http)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=self._secret, max_retries=0, http_client=http
+        )
         # raw: the body is checked here, not trusted to the SDK's lenient parse
         self._create = self._client.messages.with_raw_response.create
+        self._sdk = anthropic
+        return self._client
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()
 
     @classmethod
     def payload(cls, request: ChatRequest, *, model: str, base_url: str | None) -> dict[str, Any]:
@@ -81,6 +95,8 @@ class AnthropicProvider(Provider):
         return params
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
+        if self._sdk is None:
+            self.connect()
         label = str(self.spec)
         params = self.payload(request, model=model, base_url=self.spec.base_url)
         raw, request_id = await sdk_call(

@@ -25,6 +25,7 @@ from app.llm.providers.base import (
     missing_sdk,
     prompt_messages,
     request_id_hook,
+    require_sdk,
     sdk_call,
 )
 from app.llm.providers.replies import openai_completion
@@ -48,23 +49,34 @@ class OpenAIProvider(Provider):
                     "(only servers on 127.0.0.1/localhost may run without a key)"
                 )
             key = NO_KEY_PLACEHOLDER
+        require_sdk("openai", str(spec))
+        self._secret = key
+        self._sdk: Any = None  # the SDK and its client: made for the first request
+        self._client: Any = None
+        self._create: Any = None
+
+    def connect(self) -> Any:
+        """The SDK client (imported and made on first use)."""
+        if self._client is not None:
+            return self._client
         try:
             import openai
         except ImportError as exc:
-            raise ConfigError(missing_sdk("openai", str(spec))) from exc
-        self._sdk: Any = openai
-        self._secret = key
+            raise ConfigError(missing_sdk("openai", str(self.spec))) from exc
         http = openai.DefaultAsyncHttpxClient(
             event_hooks={"response": [request_id_hook("x-request-id")]}
         )
         self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=spec.base_url, max_retries=0, http_client=http
+            api_key=self._secret, base_url=self.spec.base_url, max_retries=0, http_client=http
         )
         # raw: the body is checked here, not trusted to the SDK's lenient parse
         self._create = self._client.chat.completions.with_raw_response.create
+        self._sdk = openai
+        return self._client
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()
 
     @classmethod
     def payload(cls, request: ChatRequest, *, model: str, base_url: str | None) -> dict[str, Any]:
@@ -89,6 +101,8 @@ class OpenAIProvider(Provider):
         return params
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
+        if self._sdk is None:
+            self.connect()
         label = str(self.spec)
         params = self.payload(request, model=model, base_url=self.spec.base_url)
         raw, request_id = await sdk_call(

@@ -53,3 +53,32 @@ def test_prompts_check_imports_no_event_loop_provider_or_numpy() -> None:
     )
     assert "app.generation.registry.render" in mods
     assert not {"asyncio", "numpy", "openai", "app.llm.providers", "app.eval.report"} & mods
+
+
+def test_an_sdk_provider_checks_its_key_without_importing_the_sdk() -> None:
+    # the preflight key check of a run creates the provider; the SDK comes with the first
+    # request (a run whose answers all come from the cache never imports it)
+    code = (
+        "import os\nos.environ['OPENAI_API_KEY'] = 'placeholder-not-a-key'\n"
+        "os.environ['ANTHROPIC_API_KEY'] = 'placeholder-not-a-key'\n"
+        "from app.llm.providers import create_provider\nfrom app.llm.spec import parse_provider\n"
+        "create_provider(parse_provider('openai:gpt-4o-mini'))\n"
+        "create_provider(parse_provider('anthropic:claude-sonnet-4-6'))"
+    )
+    mods = _modules_after(code)
+    assert "app.llm.providers.openai" in mods and "app.llm.providers.anthropic" in mods
+    assert not {"openai", "anthropic", "httpx"} & mods
+
+
+def test_a_missing_sdk_is_still_a_config_error_when_the_provider_is_made() -> None:
+    import pytest
+
+    from app.errors import ConfigError
+    from app.llm.providers import create_provider
+    from app.llm.spec import parse_provider
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_API_KEY", "placeholder-not-a-key")
+        mp.setitem(sys.modules, "openai", None)  # find_spec then reports it absent
+        with pytest.raises(ConfigError, match="needs the 'openai' package"):
+            create_provider(parse_provider("openai:gpt-4o-mini@http://127.0.0.1:9/v1"))
