@@ -27,7 +27,9 @@ import hashlib
 import importlib.util
 import os
 import sqlite3
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -194,6 +196,15 @@ class OpenAIEmbedder:
         return vectors
 
 
+NOTICE_AT = 64  # embedding at least this many new texts at once prints a line on stderr
+
+
+def _notice(text: str) -> None:
+    """A progress line on stderr: a first run embeds the KB for ~30 s, which must not look
+    like a hang (stdout stays the command's output)."""
+    print(text, file=sys.stderr, flush=True)
+
+
 class CachedEmbedder:
     """Content-addressed vector cache (memory + one SQLite file) around an embedder."""
 
@@ -233,7 +244,13 @@ class CachedEmbedder:
                     todo = [h for h in missing if h not in self._memory]
                     if todo:
                         by_hash = dict(zip(hashes, texts, strict=True))
+                        started = time.monotonic()
+                        if len(todo) >= NOTICE_AT:  # a KB's first embedding: say so
+                            _notice(f"embedding {len(todo)} text(s) with {self.key} — once; "
+                                    f"kept in {self.path} …")  # fmt: skip
                         vectors = self.inner.embed([by_hash[h] for h in todo], side)
+                        if len(todo) >= NOTICE_AT:
+                            _notice(f"… embedded in {time.monotonic() - started:.1f} s")
                         self.misses += len(todo)
                         with db:
                             db.executemany(

@@ -161,6 +161,30 @@ def test_vectors_are_cached_by_content(tmp_path: Path) -> None:
     assert "counting-v1" in first.path.name
 
 
+def test_a_large_first_embedding_says_so_on_stderr_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fresh clone's first command embedded the KB for ~30 s without a word."""
+    from app.retrieval.embed import NOTICE_AT
+
+    class Flat:
+        key = "flat-v1"
+
+        def embed(self, texts, side):  # type: ignore[no-untyped-def]
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    cached = CachedEmbedder(Flat(), tmp_path)
+    cached.embed([f"t{i}" for i in range(NOTICE_AT - 1)], "passage")
+    assert capsys.readouterr() == ("", "")  # a few texts (a query): silent
+    chunks = [f"chunk {i}" for i in range(NOTICE_AT)]
+    cached.embed(chunks, "passage")
+    out, err = capsys.readouterr()
+    assert out == "" and f"embedding {NOTICE_AT} text(s) with flat-v1" in err
+    assert str(cached.path) in err and "embedded in" in err
+    CachedEmbedder(Flat(), tmp_path).embed(chunks, "passage")  # cached: nothing to say
+    assert capsys.readouterr() == ("", "")
+
+
 def test_cross_lingual_question_finds_the_chinese_page(kb, hybrid_retriever) -> None:  # type: ignore[no-untyped-def]
     # full-034 (golden: hr/sick_leave.md#1), a cross-lingual case of the held-out half
     question = "How many paid sick days do employees get?"
