@@ -12,7 +12,10 @@ Where a value cannot be written that way without loss (an item holding ``;``, a 
 line break) the cell holds the JSON array instead, which import reads back. So the round trip
 loses nothing: importing an export gives the same JSONL bytes for every shipped suite. An
 import is checked like ``rag datasets check`` and every problem names the row and column.
-CSV is written as UTF-8 with a BOM (so Excel shows Chinese); import accepts either.
+CSV is written as UTF-8 with a BOM (so Excel shows Chinese); import accepts either. A CSV
+cell that a spreadsheet would run as a formula (it starts with ``= + - @``, a tab or a CR: CSV
+injection) is written with a leading ``'``, which import takes off again (:func:`guard_cell`);
+XLSX cells are typed as text instead.
 """
 
 from __future__ import annotations
@@ -112,11 +115,29 @@ def export_rows(suite: Suite) -> list[list[Any]]:
     return rows
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _needs_guard(text: str) -> bool:
+    """A formula start, or ``'`` before one (so that the guard stays reversible)."""
+    return text.startswith(_FORMULA_START) or (text.startswith("'") and _needs_guard(text[1:]))
+
+
+def guard_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run as a formula: ``'`` before a formula start."""
+    return "'" + value if isinstance(value, str) and _needs_guard(value) else value
+
+
+def unguard_cell(value: str) -> str:
+    """The inverse of :func:`guard_cell` for a cell read from a CSV file."""
+    return value[1:] if value.startswith("'") and _needs_guard(value[1:]) else value
+
+
 def write_sheet(rows: list[list[Any]], path: Path, kind: str, *, lang: str = "en") -> None:
     """Write ``rows`` as CSV (UTF-8 with BOM) or XLSX (every cell a text cell)."""
     if kind == "csv":
         buf = io.StringIO()
-        csv.writer(buf, lineterminator="\r\n").writerows(rows)
+        csv.writer(buf, lineterminator="\r\n").writerows([guard_cell(v) for v in r] for r in rows)
         path.write_text(buf.getvalue(), encoding="utf-8-sig", newline="")
         return
     from openpyxl import Workbook
@@ -168,7 +189,7 @@ def _raw_rows(path: Path) -> list[list[Any]]:
         raise DatasetError(f"{path}: cannot be read ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise DatasetError(f"{path}: not UTF-8 text — save the sheet as 'CSV UTF-8'") from None
-    return [list(r) for r in csv.reader(io.StringIO(text, newline=""))]
+    return [[unguard_cell(v) for v in r] for r in csv.reader(io.StringIO(text, newline=""))]
 
 
 def _text(value: Any) -> str:

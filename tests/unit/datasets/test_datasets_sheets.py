@@ -167,3 +167,39 @@ def test_cli_export_import(
     assert exc.value.code == 1
     assert "broken.csv: row 3, column J (acl[0])" in capsys.readouterr().out
     assert not (folder / "smoke_v1.2.jsonl").exists()
+
+
+FORMULAS = ['=HYPERLINK("http://evil.example","点我")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"]
+
+
+def test_a_csv_cell_is_never_a_formula_and_still_round_trips(tmp_path: Path) -> None:
+    """A cell starting with = + - @ (or a tab / CR) is run as a formula when the CSV is opened
+    in Excel — CSV injection (OWASP). The export guards it with a leading ' (a text cell),
+    and the import takes exactly that ' off again, so nothing is lost — also for a value that
+    itself starts with ' followed by such a character."""
+    import json
+
+    odd = valid_case(
+        "t-8",
+        golden_answer=FORMULAS[0],
+        must_include=FORMULAS[1:2],
+        golden_rewrite="'=already quoted",
+        annotator="\t=tabbed",
+    )
+    odd["must_not_include"] = FORMULAS[2:]
+    path = tmp_path / "odd_v1.0.jsonl"
+    path.write_text(json.dumps(odd, ensure_ascii=False) + "\n", encoding="utf-8")
+    suite = load_dataset_file(path)
+    sheet = tmp_path / "odd.csv"
+    write_sheet(export_rows(suite), sheet, "csv")
+    with sheet.open(encoding="utf-8-sig", newline="") as f:
+        header, row = list(csv.reader(f))
+    cells = dict(zip(header, row, strict=True))
+    dangerous = tuple("=+-@\t\r")
+    assert not [n for n, v in cells.items() if v.startswith(dangerous)], cells
+    assert cells["golden_answer"] == "'" + FORMULAS[0]
+    assert cells["golden_rewrite"] == "''=already quoted"
+    assert cells["question"] == odd["question"]  # an ordinary text is written as it is
+    for kind in ("csv", "xlsx"):
+        text = round_trip(suite, tmp_path, kind)
+        assert json.loads(text) == json.loads(suite.cases[0].model_dump_json(exclude_unset=True))
