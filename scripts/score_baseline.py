@@ -100,7 +100,7 @@ def score(
             "id": c.id,
             "answer": c.answer,
             "mode": c.trace.mode if c.trace is not None else None,
-            "metrics": {k: c.value(k) for k in METRICS if k in c.metrics},
+            "metrics": {k: c.value(k) for k in (*METRICS, "hit_rate") if k in c.metrics},
         }
         for c in cases
     ]

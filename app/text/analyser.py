@@ -36,7 +36,8 @@ from app.text.segcache import lookup as kept_tokens
 from app.text.segcache import store as keep_tokens
 from app.text.stopwords import STOPWORDS_EN, STOPWORDS_ZH
 
-ANALYSER_VERSION = "2"  # 2: one analyser for retrieval and the offline baselines (2026-12)
+# 2: one analyser for retrieval and the offline baselines; 3: "get" a stop word (2026-12)
+ANALYSER_VERSION = "3"
 
 # the CJK ideographs (ext. A, unified, compatibility): a regex class body, the one home of it
 CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"

@@ -7,7 +7,10 @@ analyser never sees punctuation inside a word). What is on them:
 * function words, pronouns and question words (的 了 吗 什么 多少 如何 / a the what how);
 * quantity question phrases jieba keeps whole (几天 多少钱 多长时间 / many much);
 * the domain-generic 公司 / 我司 / 贵司: every KB text is about the company, so the word says
-  nothing about which chunk or sentence answers.
+  nothing about which chunk or sentence answers;
+* the light verb *get* (get / gets / got / getting, 2026-12), like *do* and *have*: "Which
+  laptop do engineers get?" matched an English product page by "incidents get a first
+  response" and pushed the Chinese laptop page out of the top 5.
 
 A change here changes retrieval scores and the offline baselines' numbers: bump
 :data:`app.text.analyser.ANALYSER_VERSION` and record the before/after tables.
@@ -28,7 +31,7 @@ a an the and or but if of to in on at for from by with without about as into is 
 were be been being do does did doing done have has had having i me my we our us you your
 he she it its they them their this that these those there here what which who whom whose
 when where why how can could should would will shall may might must not no yes so than then
-too very just also any all some each per please tell much many
+too very just also any all some each per please tell much many get gets got getting
 """
 
 STOPWORDS_ZH = frozenset(_ZH.split())

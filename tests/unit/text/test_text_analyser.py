@@ -91,6 +91,20 @@ def test_stem(word: str, stemmed: str) -> None:
     assert stem(word) == stemmed
 
 
+def test_get_is_not_a_term() -> None:
+    # full-170: "get" matched an English product page ("Severity 1 incidents get a first
+    # response") and pushed the Chinese laptop page out of the top 5
+    # which / do: stop words; engineers → engineer
+    assert tokenize("Which laptop do engineers get?") == ["laptop", "engineer"]
+    assert tokenize("Severity 1 incidents get a first response") == [
+        "severity",
+        "1",
+        "incident",
+        "first",
+        "response",
+    ]
+
+
 def test_fallback_terms_when_every_word_is_a_stop_word() -> None:
     # jieba: 有/什么/吗/？ — all stop words, no term; the fallback takes the single characters
     # that are not stop words themselves: 有 吗 are, 么 is, 什 is not
@@ -103,5 +117,7 @@ def test_fallback_terms_when_every_word_is_a_stop_word() -> None:
 def test_one_stop_word_list_per_language() -> None:
     assert {"公司", "我司", "贵司", "的", "什么", "多少"} <= STOPWORDS_ZH
     assert {"the", "many", "much", "how"} <= STOPWORDS_EN
+    # the light verb "get" says nothing about which page answers (like do / have)
+    assert {"get", "gets", "got", "getting"} <= STOPWORDS_EN
     assert not STOPWORDS_ZH & STOPWORDS_EN
     assert all(" " not in w and "？" not in w for w in STOPWORDS_ZH)
