@@ -1,9 +1,10 @@
 """``rag report``: render a JSON evaluation report as HTML or markdown.
 
-``html`` writes the viewer's run page and one page per case (:mod:`app.view.export`, the
-same pages ``rag view`` serves); ``md`` prints the markdown summary
-(:mod:`app.eval.render`). Both read the file with :func:`app.eval.report.load_report`,
-which refuses a malformed report with exit 2.
+``html`` writes the viewer's run page and the data its case table and case page are drawn
+from in the browser (:mod:`app.view.export`; the same renderer ``rag view`` uses), reading
+the report case by case (:func:`app.view.stream.read_cases`); ``md`` prints the markdown
+summary (:mod:`app.eval.render`) of :func:`app.eval.report.load_report`. A malformed
+report is refused with exit 2 (file, line, field).
 """
 
 from __future__ import annotations
@@ -25,18 +26,22 @@ def cli() -> None:
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Default: REPORT with .html (case pages go in the folder <name>_cases/ beside it).",
+    help="Default: REPORT with .html (the case data and page go in the folder <name>_cases/ beside it).",
 )
 def html_cmd(report: Path, output: Path | None) -> None:
     """Write REPORT as static viewer pages: the run (summary, filterable case table) and
-    one page per case (golden answer, retrieved chunks, judge reasoning, …)."""
-    from app.eval.report import load_report
+    a case page (golden answer, retrieved chunks, judge reasoning, prompt as sent, …)
+    drawing any case from the data files beside it."""
     from app.view.export import export_run
+    from app.view.stream import read_cases
 
-    data = load_report(report)
+    data = read_cases(report)
     out = output or report.with_suffix(".html")
     written = export_run(data, out)
-    click.echo(f"{out} (+ {len(written) - 1} case pages in {out.stem}_cases/)")
+    click.echo(
+        f"{out} (+ {len(data.cases)} cases in {out.stem}_cases/: case.html and "
+        f"{len(written) - 2} data files)"
+    )
 
 
 @cli.command("md")

@@ -1,27 +1,49 @@
 """The viewer's pages as static files: ``rag report html RUN`` and
 ``rag eval compare A B --format html``.
 
-``OUT.html`` is the run (or compare) page; each case has its own page in the folder
-``OUT_cases/`` beside it, linked relatively, so the set works opened from disk or uploaded
-as a CI artifact. The case pages link one ``view.css`` / ``view.js`` in their folder (not
-inlined 10,000 times); the folder is written beside the old one and swapped in with one
-rename (the set is refreshed as a whole, no fsync per page); the run page is written
+``OUT.html`` is the run page (summary, verdicts, distributions, rendered here); the folder
+``OUT_cases/`` beside it holds what its case table and its cases are drawn from in the
+browser — no page per case, nothing inlined 10,000 times::
+
+    rows-<n>.js    the table's compact rows, 2,500 per file (view.js filters and sorts all)
+    c-<n>.js       the cases' data, 100 per file: each case's JSON as in the report + extras
+    case.html      one case page for all: case.html#<n>/<case id> reads c-<n>.js (case.js)
+    run.js         the run's header for the case page; view.css, view.js, case.js
+
+Data files are scripts that set a JSON *string* on ``window`` (parsed by the page), since
+a page opened from disk cannot ``fetch()`` a file: the set works opened from disk or
+uploaded as a CI artifact. The folder is written beside the old one and swapped in with
+one rename (the set is refreshed as a whole, no fsync per file); the run page is written
 atomically after it.
+
+A compare still writes one side-by-side page per paired case (``OUT_cases/<id>.html``).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from app.errors import UserError
-from app.eval.compare import Comparison
 from app.eval.records import Report
 from app.view import pages
+from app.view.casedata import Extras, case_row, run_info
 from app.view.model import case_file_name
 from app.view.pages import static_assets
+from app.view.stream import StreamedReport
+
+if TYPE_CHECKING:
+    from app.eval.compare import Comparison
+
+CASES_PER_FILE = 100
+ROWS_PER_FILE = 2500
+_OURS = re.compile(r"^(?:c-\d+\.js|rows-\d+\.js|run\.js|[^/]*\.html)$")
 
 __all__ = ["export_compare", "export_run"]
 
@@ -40,7 +62,7 @@ def _write_folder(folder: Path, pages: Iterable[tuple[str, str]]) -> list[Path]:
         foreign = sorted(
             p.name
             for p in folder.iterdir()
-            if not (p.is_file() and (p.suffix == ".html" or p.name in static_assets()))
+            if not (p.is_file() and (_OURS.match(p.name) or p.name in static_assets()))
         )
         if foreign or not folder.is_dir():
             raise UserError(
@@ -70,17 +92,51 @@ def _write_folder(folder: Path, pages: Iterable[tuple[str, str]]) -> list[Path]:
     return written
 
 
-def export_run(report: Report, out: Path) -> list[Path]:
-    """Write the run page and one page per case; returns the files written."""
+def _json(data: object) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _script(before: str, json_text: str, after: str = "") -> str:
+    """A data file: ``json_text`` as a JS string literal set on ``window`` (JSON.parse'd by
+    the page: the data is never evaluated as code)."""
+    return f"{before}{json.dumps(json_text, ensure_ascii=False)}{after};\n"
+
+
+def export_run(report: StreamedReport, out: Path) -> list[Path]:
+    """Write the run page and the folder its table and case page read; returns the files
+    written (the run page first)."""
     from app.eval.report import atomic_write_text
+    from app.view.pages import _lang, case_shell, run_page_of
 
     folder = _case_dir(out)
-    names = {c.id: case_file_name(c.id) for c in report.cases}
-    written = _write_folder(
-        folder,
-        ((names[cid], html) for cid, html in pages.case_pages(report, f"../{out.name}", "./")),
-    )
-    atomic_write_text(out, pages.run_page(report, {k: f"{folder.name}/{v}" for k, v in names.items()}))  # fmt: skip
+    summary = report.summary
+    extras = Extras(summary)
+    rows: list[dict[str, Any]] = []
+    metrics = list(summary.metrics)
+    url = quote(folder.name)
+
+    def files() -> Iterator[tuple[str, str]]:
+        part: list[str] = []
+        for i, (raw, case) in enumerate(report.cases):
+            n = i // CASES_PER_FILE
+            href = f"{url}/case.html#{n}/{quote(case.id, safe='')}"
+            rows.append(case_row(case, href, extras.bad.get(case.id), metrics))
+            part.append('{"c":' + raw + ',"x":' + _json(extras.of(case)) + "}")
+            if len(part) == CASES_PER_FILE or i == len(report.cases) - 1:
+                target = f"(window.RAG_CASES = window.RAG_CASES || {{}})[{n}] = "
+                yield f"c-{n}.js", _script(target, "[" + ",".join(part) + "]")
+                part = []
+        for k in range(0, max(len(rows), 1), ROWS_PER_FILE):
+            target = "(window.RAG_ROWS = window.RAG_ROWS || []).push(JSON.parse("
+            yield f"rows-{k // ROWS_PER_FILE}.js", _script(target, _json(rows[k : k + ROWS_PER_FILE]), "))")  # fmt: skip
+        info = _json(run_info(summary, f"../{quote(out.name)}"))
+        yield "run.js", _script("window.RAG_RUN = JSON.parse(", info, ")")
+        lang = _lang([r["q"] for r in rows])
+        yield "case.html", case_shell(summary, f"../{quote(out.name)}", "./", lang)
+
+    written = _write_folder(folder, files())
+    row_files = [f"{url}/{p.name}" for p in written if p.name.startswith("rows-")]
+    atomic_write_text(out, run_page_of(summary, rows, rows_src=row_files))
     return [out, *written]
 
 

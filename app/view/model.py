@@ -2,10 +2,9 @@
 
 * :class:`RunStore` — the runs in a folder (``eval_*.json``), each read once per file
   change; an unreadable file is listed with its error, never skipped silently.
-* :func:`case_rows` / :func:`compare_rows` — the compact rows the case tables filter,
-  search, sort and page through in the browser (the full cases stay on their own pages).
-* :func:`case_view` — one case with its golden answer and history from the dataset (by
-  case id), ``must_include`` hits, retrieved chunks with their ACL from the knowledge base.
+* :func:`compare_rows` — the compact rows the compare page's case table filters, searches,
+  sorts and pages through in the browser (a run's rows and one case's page data are
+  :mod:`app.view.casedata`'s).
 
 Numbers are the report's own; only the per-case before/after classification of a compare
 is computed here (the delta table and its statistics are :mod:`app.eval.compare`'s).
@@ -15,30 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from app.errors import RagError
-from app.eval.records import CaseResult, Report
+from app.eval.records import Report
 from app.eval.render import cost_text
-from app.paths import kb_dir, repo_root
+from app.view.casedata import _snip
 
-__all__ = [
-    "CaseView",
-    "RunEntry",
-    "RunStore",
-    "case_file_name",
-    "case_rows",
-    "case_view",
-    "compare_rows",
-    "fmt_cost",
-    "fmt_num",
-]
-
-SNIPPET = 240  # characters of a question/answer carried in a table row (search + display)
+__all__ = ["RunEntry", "RunStore", "case_file_name", "compare_rows", "fmt_cost", "fmt_num"]
 
 
 def fmt_num(value: float | None, digits: int = 3) -> str:
@@ -129,56 +115,6 @@ def run_row(entry: RunEntry) -> dict[str, Any]:
     }
 
 
-def priced(report: Report) -> bool:
-    """Is every call of the run priced? A call to a model missing from the price table
-    costs an unknown amount (``EngineStats.unpriced_calls``): the run is "unpriced", not $0."""
-    engine = report.totals.engine
-    return engine is None or engine.unpriced_calls == 0
-
-
-# ---------------------------------------------------------------- case rows
-
-
-def _verdict(report: Report, case: CaseResult) -> str:
-    bad = report.bad_case(case.id)
-    if bad is None:
-        return "ok"
-    return "bad-hard" if bad.hard else "bad-quality"
-
-
-def _snip(text: str | None) -> str:
-    if not text:
-        return ""
-    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
-
-
-def case_rows(report: Report, href: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The compact rows of a run's case table (``href``: case id → its page)."""
-    rows: list[dict[str, Any]] = []
-    for case in report.cases:
-        bad = report.bad_case(case.id)
-        trace = case.trace
-        rows.append(
-            {
-                "id": case.id,
-                "href": href[case.id],
-                "q": _snip(case.question),
-                "a": _snip(case.answer),
-                "tags": case.tags,
-                "difficulty": case.difficulty or "unspecified",
-                "verdict": _verdict(report, case),
-                "why": [r.message for r in bad.reasons] if bad else [],
-                "errors": len(case.errors),
-                "refused": case.refused,
-                "expected_refusal": case.expected_refusal,
-                "m": {name: case.value(name) for name in report.metrics},
-                "cost": case.cost_usd,
-                "latency_ms": trace.latency_ms if trace else None,
-            }
-        )
-    return rows
-
-
 def _direction(report: Report, metric: str) -> int:
     """+1 higher is better, -1 lower is better, 0 no direction or a cost (latency, tokens,
     money: a cost is not a quality change, as in :mod:`app.eval.compare`)."""
@@ -227,147 +163,3 @@ def compare_rows(base: Report, new: Report, href: Mapping[str, str]) -> list[dic
             }
         )
     return rows
-
-
-# ---------------------------------------------------------------- one case
-
-
-@dataclass(frozen=True)
-class ChunkView:
-    rank: int
-    chunk_id: str
-    title: str
-    score: float
-    raw_score: float
-    query: str
-    acl: str  # "employee, hr" or why it is unknown
-    in_context: int | None  # its document number [n] in the prompt, if it was supplied
-    golden: bool
-
-
-@dataclass(frozen=True)
-class CaseView:
-    case: CaseResult
-    golden_answer: str | None
-    history: list[tuple[str, str]]
-    dataset_note: str | None  # why the golden answer is missing or may be out of date
-    must_include: list[tuple[str, bool]]
-    must_not_include: list[tuple[str, bool]]
-    chunks: list[ChunkView]
-    answer_parts: list[tuple[str, str]]  # (kind, text): text | cite-ok | cite-bad
-    judge: list[dict[str, Any]]  # per judge metric: samples with score + reasoning
-
-
-@cache
-def _kb_acl() -> dict[str, tuple[str, ...]]:
-    from app.retrieval.kb import load_kb
-
-    try:
-        kb = load_kb(kb_dir())
-    except RagError:
-        return {}
-    return {c.chunk_id: c.acl for c in kb.chunks}
-
-
-@cache
-def _dataset_cases(path: str, sha256: str) -> tuple[dict[str, Any], str | None]:
-    from app.eval.datasets import load_dataset_file
-
-    file = Path(path) if Path(path).is_absolute() else repo_root() / path
-    if not file.is_file():
-        return {}, f"dataset file {path} is not here: golden answers cannot be shown"
-    try:
-        suite = load_dataset_file(file)
-    except RagError as exc:
-        return {}, f"dataset file {path} does not load ({exc})"
-    digest = hashlib.sha256(file.read_bytes()).hexdigest()
-    note = None
-    if sha256 and digest != sha256.removeprefix("sha256:"):
-        note = f"{path} changed since this run (sha256 differs): the golden answer may differ"
-    return {c.id: c for c in suite.cases}, note
-
-
-def _answer_parts(case: CaseResult) -> list[tuple[str, str]]:
-    text = case.answer or ""
-    valid = {c.n: c.valid for c in case.trace.citations} if case.trace else {}
-    parts: list[tuple[str, str]] = []
-    pos = 0
-    for m in re.finditer(r"\[(\d{1,3})\]", text):
-        parts.append(("text", text[pos : m.start()]))
-        n = int(m.group(1))
-        parts.append(("cite-ok" if valid.get(n) else "cite-bad", m.group(0)))
-        pos = m.end()
-    parts.append(("text", text[pos:]))
-    return [p for p in parts if p[1]]
-
-
-def case_view(report: Report, case: CaseResult) -> CaseView:
-    from app.text import contains
-
-    golden: Any = None
-    note: str | None = None
-    for ref in report.meta.datasets:
-        cases, note = _dataset_cases(ref.path, ref.sha256)
-        golden = cases.get(case.id)
-        if golden is not None:
-            break
-    if golden is None and note is None:
-        note = "this case id is not in the run's dataset file"
-    answer = case.answer or ""
-    trace = case.trace
-    acl = _kb_acl()
-    context = list(trace.context_chunk_ids) if trace else []
-    golden_ids: Sequence[str] = golden.golden_chunk_ids if golden is not None else ()
-    chunks = [
-        ChunkView(
-            rank=i + 1,
-            chunk_id=h.chunk_id,
-            title=h.title,
-            score=h.score,
-            raw_score=h.raw_score,
-            query=h.query,
-            acl=", ".join(acl[h.chunk_id]) if h.chunk_id in acl else "unknown (not in the KB)",
-            in_context=context.index(h.chunk_id) + 1 if h.chunk_id in context else None,
-            golden=h.chunk_id in golden_ids,
-        )
-        for i, h in enumerate(trace.retrieved if trace else [])
-    ]
-    judge: list[dict[str, Any]] = []
-    for name, score in case.metrics.items():
-        info = report.metrics.get(name)
-        if info is None or info.kind != "judge":
-            continue
-        reasons = score.detail.get("reasoning") or []
-        errors = score.detail.get("errors") or []
-        samples = [
-            {
-                "i": i + 1,
-                "score": s,
-                "reasoning": reasons[i] if i < len(reasons) else None,
-            }
-            for i, s in enumerate(score.samples or [])
-        ]
-        judge.append(
-            {
-                "metric": name,
-                "value": score.value,
-                "spread": score.spread,
-                "reason": score.reason,
-                "prompt": score.detail.get("judge_prompt"),
-                "samples": samples,
-                "errors": errors,
-            }
-        )
-    return CaseView(
-        case=case,
-        golden_answer=golden.golden_answer if golden is not None else None,
-        history=[(t.role, t.content) for t in golden.history] if golden is not None else [],
-        dataset_note=note,
-        must_include=[(t, contains(answer, t)) for t in (golden.must_include if golden else [])],
-        must_not_include=[
-            (t, contains(answer, t)) for t in (golden.must_not_include if golden else [])
-        ],
-        chunks=chunks,
-        answer_parts=_answer_parts(case),
-        judge=judge,
-    )

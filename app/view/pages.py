@@ -1,7 +1,10 @@
 """The viewer's HTML pages, rendered with Jinja2 (autoescape on: a case's text is always
-text) from the templates beside this module; CSS and JS are inlined so a page exported as
-a file works alone. The case tables carry compact rows as JSON (``<`` escaped) that
-``static/view.js`` filters, sorts and pages — 50 rows in the DOM at a time.
+text) from the templates beside this module; CSS and JS are inlined so a page served or
+exported alone works. The case tables carry compact rows as JSON (``<`` escaped; the
+static export reads them from script files) that ``static/view.js`` filters, sorts and
+pages — 50 rows in the DOM at a time. A run's case page is drawn in the browser by
+``static/case.js`` from the case's JSON (:mod:`app.view.casedata`), here embedded in the
+page, in the static export read from a data file — one renderer for both.
 
 Every function takes the links it needs, so the same page serves ``rag view`` (URLs) and
 the static export (relative file names).
@@ -10,40 +13,31 @@ the static export (relative file names).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from markupsafe import Markup
 
-from app.eval.compare import LABEL, Comparison
-from app.eval.compare.render import fmt_delta, fmt_p, fmt_value
-from app.eval.records import BadCase, CaseResult, Report
+from app.eval.records import CaseResult, Report, ReportSummary
 from app.eval.render import _VERDICT_MARK, bars, cost_text
-from app.generation.pipeline.trace import SENT_MESSAGE_LIMIT
 from app.text import has_cjk
+from app.view.casedata import Extras, case_row, priced, run_info
 from app.view.diff import word_diff
-from app.view.model import (
-    RunEntry,
-    _direction,
-    case_rows,
-    case_view,
-    compare_rows,
-    fmt_cost,
-    fmt_num,
-    priced,
-    run_row,
-)
+from app.view.model import RunEntry, _direction, compare_rows, fmt_num, run_row
+
+if TYPE_CHECKING:
+    from app.eval.compare import Comparison
 
 __all__ = [
     "case_page",
-    "case_pages",
+    "case_shell",
     "compare_case_page",
     "compare_page",
-    "render_case",
     "run_page",
+    "run_page_of",
     "runs_page",
     "static_assets",
 ]
@@ -64,6 +58,7 @@ def _env() -> jinja2.Environment:
     env.globals.update(
         css=Markup((HERE / "static" / "view.css").read_text(encoding="utf-8")),
         js=Markup((HERE / "static" / "view.js").read_text(encoding="utf-8")),
+        case_js=Markup((HERE / "static" / "case.js").read_text(encoding="utf-8")),
         fmt=fmt_num,
         bars=bars,
         verdict_label=VERDICT_LABEL,
@@ -75,8 +70,10 @@ def _env() -> jinja2.Environment:
 
 
 def static_assets() -> dict[str, str]:
-    """``view.css`` and ``view.js`` by file name (what a page links when ``assets`` is set)."""
-    return {n: (HERE / "static" / n).read_text(encoding="utf-8") for n in ("view.css", "view.js")}
+    """``view.css``, ``view.js`` and ``case.js`` by file name (what a page links when
+    ``assets`` is set)."""
+    names = ("view.css", "view.js", "case.js")
+    return {n: (HERE / "static" / n).read_text(encoding="utf-8") for n in names}
 
 
 def json_script(data: object) -> Markup:
@@ -94,7 +91,7 @@ def _lang(texts: Sequence[str]) -> str:
     return "zh" if any(has_cjk(t) for t in texts[:50]) else "en"
 
 
-def _tags(report: Report) -> tuple[list[str], list[str]]:
+def _tags(report: Report) -> tuple[list[str], list[str]]:  # the compare page's filters
     tags = sorted({t for c in report.cases for t in c.tags})
     diffs = sorted({c.difficulty or "unspecified" for c in report.cases})
     return tags, diffs
@@ -122,72 +119,70 @@ def runs_page(
 
 
 def run_page(report: Report, case_href: Mapping[str, str], home: str | None = None) -> str:
-    tags, diffs = _tags(report)
-    rows = case_rows(report, case_href)
-    spec = {"kind": "run", "metrics": list(report.metrics), "priced": priced(report), "page": 50}
+    """``rag view``'s run page of a typed report, its rows embedded."""
+    bad = {b.id: b for b in report.bad_cases}
+    rows = [case_row(c, case_href[c.id], bad.get(c.id), report.metrics) for c in report.cases]
+    return run_page_of(report, rows, home=home)
+
+
+def run_page_of(
+    summary: ReportSummary,
+    rows: Sequence[Mapping[str, Any]],
+    home: str | None = None,
+    rows_src: Sequence[str] = (),
+) -> str:
+    """The run page: summary, verdicts, distributions, and the case table over ``rows``
+    (:func:`app.view.casedata.case_row`) — embedded, or read from the scripts ``rows_src``
+    (the static export: the page does not inline 10,000 rows)."""
+    tags = sorted({t for row in rows for t in row["tags"]})
+    diffs = sorted({row["difficulty"] for row in rows})
+    spec: dict[str, Any] = {"kind": "run", "metrics": list(summary.metrics), "priced": priced(summary), "page": 50}  # fmt: skip
+    if rows_src:
+        spec["total"] = len(rows)
     return _render(
         "run.html",
-        lang=_lang([c.question for c in report.cases]),
+        lang=_lang([row["q"] for row in rows]),
         home=home,
-        r=report,
-        cost=cost_text(report.totals),
+        r=summary,
+        cost=cost_text(summary.totals),
         tags=tags,
         difficulties=diffs,
-        metric_names=list(report.metrics),
-        rows_json=json_script(rows),
+        metric_names=list(summary.metrics),
+        rows_json="" if rows_src else json_script(rows),
+        rows_src=rows_src,
         spec_json=json_script(spec),
     )
 
 
 def case_page(report: Report, case_id: str, back: str, home: str | None = None) -> str | None:
+    """``rag view``'s case page: the case's data embedded, drawn by ``static/case.js``."""
     case = report.case(case_id)
     if case is None:
         return None
-    return render_case(report, case, report.bad_case(case_id), back, home)
-
-
-def case_pages(report: Report, back: str, assets: str | None = None) -> Iterator[tuple[str, str]]:
-    """``(case id, page)`` for every case — one pass: no per-case search of the report."""
-    bad = {b.id: b for b in report.bad_cases}
-    for case in report.cases:
-        yield case.id, render_case(report, case, bad.get(case.id), back, None, assets)
-
-
-def render_case(
-    report: Report,
-    case: CaseResult,
-    bad: BadCase | None,
-    back: str,
-    home: str | None = None,
-    assets: str | None = None,
-) -> str:
-    view = case_view(report, case)
+    payload = {"c": case.model_dump(mode="json"), "x": Extras(report).of(case)}
     return _render(
         "case.html",
         lang=_lang([case.question]),
         home=home,
-        assets=assets,
         back=back,
-        r=report,
-        c=case,
-        v=view,
-        bad=bad,
-        prompt_sent=[
-            {
-                "role": m.role,
-                "chars": m.chars,
-                "sha256": m.sha256,
-                "cut": m.cut,
-                "text": report.sent_text(m),
-            }
-            for m in (case.trace.sent if case.trace is not None else [])
-        ],
-        limit=SENT_MESSAGE_LIMIT,
-        cost=fmt_cost(case.cost_usd, priced(report)),
+        run_id=report.run_id,
+        info=json_script(run_info(report, back, home)),
+        payload=json_script(payload),
     )
 
 
+def case_shell(summary: ReportSummary, back: str, assets: str, lang: str = "en") -> str:
+    """The static export's one case page (``case.html#<chunk>/<id>``): it reads the run
+    from ``run.js`` and the case from its data file, all in ``assets``."""
+    return _render(
+        "case.html", lang=lang, back=back,
+        run_id=summary.run_id, assets=assets, payload=None, info=None,
+    )  # fmt: skip
+
+
 def _fmt_p(p: float | None) -> str:
+    from app.eval.compare.render import fmt_p
+
     return "—" if p is None else fmt_p(p).removeprefix("p=")
 
 
@@ -200,6 +195,9 @@ def compare_page(
     new_href: str,
     home: str | None = None,
 ) -> str:
+    from app.eval.compare import LABEL
+    from app.eval.compare.render import fmt_delta, fmt_value
+
     tags, diffs = _tags(new)
     rows = compare_rows(base, new, case_href)
     metric_names = [m for m in new.metrics if m in base.metrics]

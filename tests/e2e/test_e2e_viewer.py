@@ -1,7 +1,9 @@
-"""`rag view` in a real headless Chromium (tests/support/browser.py): real offline runs of
-the shipped smoke suite with system/kb_qa v1 and v2, then open the runs list, a run,
-filter its cases, open a case, open the compare and see the word diff. A third run whose
-answer is a ``<script>`` shows it as text and runs nothing.
+"""`rag view` and the static export (`rag report html`, opened from disk) in a real
+headless Chromium (tests/support/browser.py): real offline runs of the shipped smoke suite
+with system/kb_qa v1 and v2, then open the runs list, a run, filter its cases, open a case,
+open the compare and see the word diff. A third run whose answer is a ``<script>`` shows it
+as text and runs nothing; so does a case whose id, question, tags, errors and sent prompt
+are markup, in the static export. A 10,000-case export opens and its filter answers.
 
 Screenshots of a run, a case and a compare go to ``tmp_path``; with
 ``RAG_VIEWER_SCREENSHOTS=docs/img`` (``make screenshots``) they are written there for the
@@ -10,6 +12,7 @@ README.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -163,3 +166,170 @@ def test_an_answer_with_markup_renders_as_text(
     assert HOSTILE in page.locator("#answer").inner_text()
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#answer script, #answer img").count() == 0
+
+
+# ---------------------------------------------------------------- the static export
+
+
+def _export(report: Path, out: Path) -> None:
+    from app.view.export import export_run
+    from app.view.stream import read_cases
+
+    export_run(read_cases(report), out)
+
+
+def _report_file(folder: Path, report: Report) -> Path:
+    """The file the runner wrote for ``report`` (the runner's line layout)."""
+    return next(folder.glob(f"eval_*-{report.run_id[-6:]}.json"))
+
+
+def test_the_static_export_opened_from_disk_filters_sorts_and_opens_cases(
+    page: Any, runs: tuple[Path, list[Report]], tmp_path: Path
+) -> None:
+    folder, (_, v2, _) = runs
+    out = tmp_path / "site" / "run.html"
+    _export(_report_file(folder, v2), out)
+    page.goto(out.as_uri())
+    total = len(v2.cases)
+    assert page.locator("h1").inner_text().startswith(f"Run {v2.run_id}")
+    assert page.locator("#count").inner_text().startswith(f"{total} of {total} cases")
+    assert page.locator("#cases tbody tr").count() == min(total, 50)
+    tag = sorted({t for c in v2.cases for t in c.tags})[-1]
+    page.select_option("#f-tag", tag)
+    expected = sum(1 for c in v2.cases if tag in c.tags)
+    assert page.locator("#count").inner_text().startswith(f"{expected} of {total}")
+    assert page.locator("#cases tbody tr").count() == min(expected, 50)
+    page.select_option("#f-tag", "")
+    page.click("#cases th button[data-sort='id']")  # sorted by id: a click reverses it
+    assert page.locator("#cases tbody tr a").first.inner_text() == max(c.id for c in v2.cases)
+    # open a case from its row's link: the one case page draws it from its data file
+    target = next(c for c in v2.cases if c.trace is not None and c.trace.sent and c.trace.retrieved)  # fmt: skip
+    assert target.trace is not None
+    page.fill("#f-search", target.id)
+    page.locator(f"#cases tbody tr a:text-is('{target.id}')").click()
+    page.wait_for_url("**/case.html#**")
+    assert page.locator("h1").inner_text().startswith(f"Case {target.id}")
+    assert target.question in page.locator("#question").inner_text()
+    assert page.locator("#golden").inner_text().strip()
+    assert page.locator("#chunks tbody tr").count() == len(target.trace.retrieved)
+    shown = page.locator("#prompt pre.sent").all_inner_texts()
+    assert [t.strip() for t in shown] == [str(v2.sent_text(m)).strip() for m in target.trace.sent]
+    judges = [n for n, m in v2.metrics.items() if m.kind == "judge"]
+    assert page.locator("table.judge").count() == sum(1 for n in judges if n in target.metrics)
+    page.click("#back")
+    page.wait_for_url("**/run.html")
+    assert page.locator("#count").inner_text().startswith(f"{total} of {total} cases")
+
+
+HOSTILE_ID = """x"'><script>window.__pwned = 3</script>#/%"""
+
+
+def test_a_hostile_case_in_the_static_export_shows_as_text_and_runs_nothing(
+    page: Any, runs: tuple[Path, list[Report]], tmp_path: Path
+) -> None:
+    from app.eval.report import report_json
+    from app.generation.pipeline.trace import SENT_MESSAGE_LIMIT, SentMessage
+
+    edited = runs[1][2]
+    first = edited.cases[0]
+    assert first.trace is not None
+    sent = [SentMessage.of("system", HOSTILE), SentMessage.of("user", "问" * (SENT_MESSAGE_LIMIT + 3))]  # fmt: skip
+    hostile = first.model_copy(
+        update={
+            "id": HOSTILE_ID, "question": HOSTILE, "tags": [HOSTILE], "errors": [HOSTILE],
+            "trace": first.trace.model_copy(update={"sent": sent}),
+        }
+    )  # fmt: skip
+    report = edited.model_copy(update={"cases": [hostile, *edited.cases[1:]]})
+    src = tmp_path / "eval_hostile.json"
+    src.write_text(report_json(report), encoding="utf-8")
+    out = tmp_path / "h.html"
+    _export(src, out)
+    page.goto(out.as_uri())
+    page.fill("#f-search", "__pwned = 3")
+    assert page.locator("#cases tbody tr").count() == 1
+    assert page.locator("#cases tbody tr a").inner_text() == HOSTILE_ID
+    assert page.locator("#cases script, #cases img").count() == 0
+    page.locator("#cases tbody tr a").click()
+    page.wait_for_url("**/case.html#**")
+    assert page.locator("h1").inner_text().startswith(f"Case {HOSTILE_ID}")
+    assert page.locator("#question").inner_text() == HOSTILE
+    assert HOSTILE in page.locator("#answer").inner_text()
+    assert page.locator("#case-flags .tag").inner_text() == HOSTILE
+    assert HOSTILE in page.locator("p.fail").first.inner_text()
+    shown = page.locator("#prompt pre.sent").all_inner_texts()
+    assert shown == [HOSTILE, "问" * SENT_MESSAGE_LIMIT]
+    assert (
+        page.locator("#prompt")
+        .inner_text()
+        .count(f"… 3 more characters not kept (a trace keeps {SENT_MESSAGE_LIMIT} per message)")
+        == 1
+    )
+    assert "this case id is not in the run's dataset file" in page.locator("main").inner_text()
+    assert page.locator("main script, main img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_the_served_case_page_draws_the_same_data(
+    page: Any, server: str, runs: tuple[Path, list[Report]]
+) -> None:
+    """rag view's case page: the same renderer (case.js), fed the case embedded in the page."""
+    from urllib.parse import quote
+
+    _, v2, _ = runs[1]
+    failed = next((c for c in v2.cases if c.trace is None), None)
+    target = next(c for c in v2.cases if c.trace is not None and c.trace.sent)
+    page.goto(f"{server}/run/{v2.run_id}/case/{quote(target.id, safe='')}")
+    assert page.locator("h1").inner_text().startswith(f"Case {target.id}")
+    shown = page.locator("#prompt pre.sent").all_inner_texts()
+    assert [t.strip() for t in shown] == [str(v2.sent_text(m)).strip() for m in target.trace.sent]
+    assert page.locator("#timing").inner_text().startswith("latency ")
+    if failed is not None:
+        page.goto(f"{server}/run/{v2.run_id}/case/{quote(failed.id, safe='')}")
+        assert "no trace: the pipeline failed before it produced one" in page.locator("#prompt").inner_text()  # fmt: skip
+
+
+def _repeated(src: Path, dest: Path, n: int) -> list[dict[str, Any]]:
+    """A report of ``n`` cases in the runner's line layout: ``src``'s cases repeated with
+    new ids (its bad cases too). Returns the cases."""
+    head, *lines = src.read_text(encoding="utf-8").split("\n")
+    cases = [json.loads(line.rstrip(",")) for line in lines if line.startswith("{")]
+    summary = json.loads(head.removesuffix(',"cases":[') + "}")
+    bad = {b["id"]: b for b in summary["bad_cases"]}
+    out: list[dict[str, Any]] = []
+    summary["bad_cases"] = []
+    for i in range(n):
+        case = {**cases[i % len(cases)], "id": f"{cases[i % len(cases)]['id']}-{i:05d}"}
+        out.append(case)
+        old = cases[i % len(cases)]["id"]
+        if old in bad:
+            summary["bad_cases"].append({**bad[old], "id": case["id"]})
+    body = ",\n".join(json.dumps(c, ensure_ascii=False) for c in out)
+    text = json.dumps(summary, ensure_ascii=False)[:-1] + ',"cases":[\n' + body + "\n]}\n"
+    dest.write_text(text, encoding="utf-8")
+    return out
+
+
+def test_a_10000_case_export_opens_and_its_filter_answers(
+    page: Any, runs: tuple[Path, list[Report]], tmp_path: Path
+) -> None:
+    folder, (_, v2, _) = runs
+    big = tmp_path / "eval_big.json"
+    cases = _repeated(_report_file(folder, v2), big, 10_000)
+    out = tmp_path / "big.html"
+    _export(big, out)
+    page.goto(out.as_uri())
+    assert page.locator("#count").inner_text().startswith("10000 of 10000 cases · page 1/200")
+    assert page.locator("#cases tbody tr").count() == 50
+    tag = sorted({t for c in cases for t in c["tags"]})[0]
+    page.select_option("#f-tag", tag)
+    expected = sum(1 for c in cases if tag in c["tags"])
+    assert page.locator("#count").inner_text().startswith(f"{expected} of 10000")
+    page.select_option("#f-tag", "")
+    last = cases[-1]
+    page.fill("#f-search", last["id"])
+    assert page.locator("#cases tbody tr").count() == 1
+    page.locator("#cases tbody tr a").click()
+    page.wait_for_url("**/case.html#**")
+    assert page.locator("h1").inner_text().startswith(f"Case {last['id']}")
+    assert last["question"] in page.locator("#question").inner_text()

@@ -1,11 +1,21 @@
-// rag view: filter, search, sort and page the case rows embedded in the page as JSON.
-// Rows are rendered with textContent only: a case's text is never parsed as HTML.
+// rag view: filter, search, sort and page the case rows — embedded in the page as JSON
+// (rag view) or read from the rows-<n>.js files beside it (the static export, where each
+// file pushes its rows onto window.RAG_ROWS). All rows are filtered and sorted; 50 are in
+// the DOM at a time. Rows are rendered with textContent only: a case's text is never
+// parsed as HTML.
 "use strict";
 (function () {
   const data = document.getElementById("rows");
-  if (!data) return;
-  const spec = JSON.parse(document.getElementById("table-spec").textContent);
-  const rows = JSON.parse(data.textContent);
+  const spec_el = document.getElementById("table-spec");
+  if (!spec_el) return;
+  const spec = JSON.parse(spec_el.textContent);
+  const rows = data ? JSON.parse(data.textContent) : [].concat(...(window.RAG_ROWS || []));
+  if (spec.total !== undefined && rows.length !== spec.total) {
+    const warn = document.createElement("p");
+    warn.className = "warn";
+    warn.textContent = "only " + rows.length + " of the run's " + spec.total + " case rows could be read: a rows-<n>.js file beside this page is missing";
+    document.getElementById("cases").before(warn);
+  }
   const PAGE = spec.page || 50;
   const $ = (id) => document.getElementById(id);
   const tbody = document.querySelector("#cases tbody");

@@ -73,10 +73,11 @@ def test_report_html(report_path: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert rc == 0 and str(out) in stdout
     html = out.read_text(encoding="utf-8")
     run_id = json.loads(report_path.read_text(encoding="utf-8"))["run_id"]
-    assert run_id in html and '"id":"mini-003"' in html
-    # one page per case beside it, each linking back to the run page
-    cases = sorted((tmp_path / "r_cases").glob("mini-003-*.html"))
-    assert len(cases) == 1 and 'href="../r.html"' in cases[0].read_text(encoding="utf-8")
+    assert run_id in html and '<script src="r_cases/rows-0.js"></script>' in html
+    # the table's rows and the cases' data beside it; the one case page links back
+    rows = (tmp_path / "r_cases" / "rows-0.js").read_text(encoding="utf-8")
+    assert '\\"id\\":\\"mini-003\\"' in rows  # a JSON string inside a JS string literal
+    assert 'href="../r.html"' in (tmp_path / "r_cases" / "case.html").read_text(encoding="utf-8")
 
 
 def test_eval_group_lists_lazy_commands(capsys: pytest.CaptureFixture[str]) -> None:

@@ -77,6 +77,12 @@ def test_word_diff_cuts_chinese_into_words_not_the_whole_sentence() -> None:
 # ---------------------------------------------------------------- pages
 
 
+def _embedded(page: str, element_id: str) -> object:
+    found = re.search(rf'<script type="application/json" id="{element_id}">(.*?)</script>', page, re.S)  # fmt: skip
+    assert found is not None, element_id
+    return json.loads(found[1])
+
+
 def test_a_case_answer_with_markup_is_escaped_everywhere() -> None:
     from app.eval.compare import compare_reports
     from app.view import pages
@@ -91,11 +97,13 @@ def test_a_case_answer_with_markup_is_escaped_everywhere() -> None:
     assert case is not None and side is not None
     for page in (run, case, cmp, side):
         assert "<script>alert" not in page and "<img src=x" not in page
-    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in case
     assert "&lt;script&gt;" in side
-    # the rows JSON of the run page: parsed back, the answer is the original text
-    rows = json.loads(re.search(r'<script type="application/json" id="rows">(.*?)</script>', run, re.S)[1])  # type: ignore[index]  # fmt: skip
-    assert rows[1]["a"] == HOSTILE
+    # the rows JSON of the run page and the case data of the case page (drawn by case.js,
+    # with textContent): parsed back, the answer is the original text
+    rows = _embedded(run, "rows")
+    assert isinstance(rows, list) and rows[1]["a"] == HOSTILE
+    data = _embedded(case, "case-data")
+    assert isinstance(data, dict) and data["c"]["answer"] == HOSTILE
 
 
 def test_compare_rows_classify_each_case() -> None:
@@ -125,13 +133,15 @@ def test_no_data_and_unpriced_are_said_not_fail_and_zero() -> None:
     assert row is not None and "FAIL" not in row[1] and "no data" in row[1]
     assert "$0.0000" not in page and "unpriced" in page
     case = pages.case_page(unpriced, "kb-001", back="r.html")
-    assert case is not None and "$0.0000" not in case and "unpriced" in case
+    assert case is not None and "$0.0000" not in case
+    info = _embedded(case, "run-info")
+    assert isinstance(info, dict) and info["priced"] is False  # case.js then says "unpriced"
     # priced (no unpriced call): the cost is shown as a number
     assert "$0.0000" in pages.run_page(report, {"kb-001": "a.html"})
 
 
 def test_the_run_page_rows_carry_the_reports_own_bad_cases() -> None:
-    from app.view.model import case_rows
+    from app.view.casedata import case_row
 
     leak = r.info("lower", red_line=True)
     report = r.report(
@@ -141,7 +151,7 @@ def test_the_run_page_rows_carry_the_reports_own_bad_cases() -> None:
         ],
         {"acl_leak": leak},
     )
-    rows = case_rows(report, {"kb-001": "", "kb-002": ""})
+    rows = [case_row(c, "", report.bad_case(c.id), report.metrics) for c in report.cases]
     bad = report.bad_case("kb-001")
     assert bad is not None
     assert rows[0]["verdict"] == "bad-hard" and rows[0]["why"] == [x.message for x in bad.reasons]
@@ -151,47 +161,129 @@ def test_the_run_page_rows_carry_the_reports_own_bad_cases() -> None:
 # ---------------------------------------------------------------- exports and server
 
 
-def test_report_html_and_compare_html_write_linked_pages(
+def data_file(path: Path) -> object:
+    """The JSON a data file of the static export carries: a JS string literal (a JSON
+    string) holding the JSON text."""
+    text = path.read_text(encoding="utf-8")
+    return json.loads(json.loads(text[text.index('"') : text.rindex('"') + 1]))
+
+
+def test_report_html_writes_the_run_page_and_the_data_its_table_and_case_page_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from app.eval.report import report_json
+    from app.view.pages import static_assets
+
     base, new = two_reports()
     a, b = tmp_path / "eval_a.json", tmp_path / "eval_b.json"
     a.write_text(base.model_dump_json(), encoding="utf-8")
-    b.write_text(new.model_dump_json(), encoding="utf-8")
+    b.write_text(report_json(new), encoding="utf-8")  # the runner's line layout
     rc, out, _ = rag(["report", "html", str(b), "-o", str(tmp_path / "run.html")], capsys)
-    assert rc == 0 and "+ 2 case pages" in out
+    assert rc == 0 and "+ 2 cases in run_cases/" in out
     page = (tmp_path / "run.html").read_text(encoding="utf-8")
-    hrefs = [row["href"] for row in json.loads(re.search(r'id="rows">(.*?)</script>', page, re.S)[1])]  # type: ignore[index]  # fmt: skip
-    assert all((tmp_path / h).is_file() for h in hrefs) and len(hrefs) == 2
-    case = (tmp_path / hrefs[0]).read_text(encoding="utf-8")
-    assert 'href="../run.html"' in case
-    # the case pages share one stylesheet and script beside them (not inlined per page)
-    assert '<link rel="stylesheet" href="./view.css">' in case and "<style>" not in case
-    assert '<script src="./view.js"></script>' in case
-    from app.view.pages import static_assets
-
+    # the rows are not inlined: the page loads them from the folder
+    assert 'id="rows"' not in page and '<script src="run_cases/rows-0.js"></script>' in page
+    folder = tmp_path / "run_cases"
+    rows = data_file(folder / "rows-0.js")
+    assert isinstance(rows, list) and [r["id"] for r in rows] == ["kb-001", "kb-002"]
+    assert rows[1]["a"] == HOSTILE and rows[0]["m"] == {"correctness": 2.0}
+    # each row links the one case page with its data file's number and the id
+    for row in rows:
+        assert row["href"] == f"run_cases/case.html#0/{row['id']}"
+    cases = data_file(folder / "c-0.js")
+    assert isinstance(cases, list)
+    # the case's JSON is the report's, as written (compared with the typed model's dump)
+    assert [c["c"] for c in cases] == [c.model_dump(mode="json") for c in new.cases]
+    assert cases[0]["x"]["verdict"] in {"ok", "bad-hard", "bad-quality"}
+    info = data_file(folder / "run.js")
+    assert isinstance(info, dict) and info["run_id"] == new.run_id and info["back"] == "../run.html"
+    shell = (folder / "case.html").read_text(encoding="utf-8")
+    assert '<link rel="stylesheet" href="./view.css">' in shell and "<style>" not in shell
+    assert (
+        '<script src="./run.js"></script>' in shell and '<script src="./case.js"></script>' in shell
+    )
     for name, text in static_assets().items():
-        assert (tmp_path / "run_cases" / name).read_text(encoding="utf-8") == text
-    # a second export replaces the set as a whole: no stale page, no temp folder left
-    (tmp_path / "run_cases" / "stale.html").write_text("old", encoding="utf-8")
+        assert (folder / name).read_text(encoding="utf-8") == text
+    # the same report in one line (not the runner's layout) gives the same data
+    one = tmp_path / "eval_one.json"
+    one.write_text(new.model_dump_json(), encoding="utf-8")
+    rc, _, _ = rag(["report", "html", str(one), "-o", str(tmp_path / "one.html")], capsys)
+    assert rc == 0 and data_file(tmp_path / "one_cases" / "c-0.js") == cases
+    # a second export replaces the set as a whole: no stale file, no temp folder left
+    (folder / "stale.html").write_text("old", encoding="utf-8")
+    (folder / "c-7.js").write_text("old", encoding="utf-8")
     rc, _, _ = rag(["report", "html", str(b), "-o", str(tmp_path / "run.html")], capsys)
-    assert rc == 0 and not (tmp_path / "run_cases" / "stale.html").exists()
+    assert rc == 0 and not (folder / "stale.html").exists() and not (folder / "c-7.js").exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     # … but never a folder holding something else: refused (exit 2), nothing removed
-    (tmp_path / "run_cases" / "notes.txt").write_text("mine", encoding="utf-8")
+    (folder / "notes.txt").write_text("mine", encoding="utf-8")
     rc, _, err = rag(["report", "html", str(b), "-o", str(tmp_path / "run.html")], capsys)
-    assert rc == 2 and "notes.txt" in err and (tmp_path / "run_cases" / "notes.txt").exists()
+    assert rc == 2 and "notes.txt" in err and (folder / "notes.txt").exists()
 
     target = tmp_path / "cmp.html"
     rc, out, _ = rag(["eval", "compare", str(a), str(b), "--format", "html", "-o", str(target)], capsys)  # fmt: skip
     assert rc == 0 and target.is_file()
-    assert sorted(p.name for p in (tmp_path / "cmp_cases").iterdir()) == sorted([*(Path(h).name for h in hrefs), "view.css", "view.js"])  # fmt: skip
+    cmp_hrefs = [r["href"] for r in _embedded(target.read_text(encoding="utf-8"), "rows")]  # type: ignore[attr-defined]  # fmt: skip
+    assert all((tmp_path / h).is_file() for h in cmp_hrefs) and len(cmp_hrefs) == 2
     assert "significant regression" in target.read_text(encoding="utf-8") or "within noise" in target.read_text(encoding="utf-8")  # fmt: skip
 
     bad = tmp_path / "eval_bad.json"
     bad.write_text("{not json", encoding="utf-8")
     rc, _, err = rag(["report", "html", str(bad)], capsys)
     assert rc == 2 and "eval_bad.json:1" in err and "Traceback" not in err
+
+
+def _lines(report: r.Report) -> list[str]:
+    from app.eval.report import report_json
+
+    return report_json(report).split("\n")
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda c: {**c, "cost_usd": "free"}, ":3: case 2 is not valid;"),
+        (lambda c: {**c, "id": "kb-001"}, ":3: case id 'kb-001' appears twice"),
+        (lambda c: {**c, "metrics": {"correctness": {"value": None}}}, ":3: case 2 is not valid;"),
+    ],
+)
+def test_report_html_refuses_a_bad_case_line_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: object, expected: str
+) -> None:
+    _, new = two_reports()
+    lines = _lines(new)
+    case = json.loads(lines[2])
+    lines[2] = json.dumps(edit(case), ensure_ascii=False)  # type: ignore[operator]
+    path = tmp_path / "eval_x.json"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    rc, _, err = rag(["report", "html", str(path)], capsys)
+    assert rc == 2 and f"eval_x.json{expected}" in err and "Traceback" not in err
+    assert not (tmp_path / "eval_x.html").exists()
+    # the full typed reader refuses the same file
+    from app.errors import ReportError
+    from app.eval.report import load_report
+
+    with pytest.raises(ReportError):
+        load_report(path)
+
+
+def test_report_html_refuses_nan_and_a_missing_sent_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, new = two_reports()
+    lines = _lines(new)
+    nan = tmp_path / "eval_nan.json"
+    nan.write_text("\n".join([lines[0], lines[1].replace('"cost_usd":0.0', '"cost_usd":NaN'), *lines[2:]]), encoding="utf-8")  # fmt: skip
+    assert "NaN" in nan.read_text(encoding="utf-8")
+    rc, _, err = rag(["report", "html", str(nan)], capsys)
+    assert rc == 2 and "eval_nan.json:2:" in err and "NaN" in err
+    # a sent message stored by hash whose text the report does not hold
+    case = json.loads(lines[2])
+    case["trace"] = {"latency_ms": 1.0, "sent": [{"role": "system", "sha256": "ab" * 32, "chars": 3, "content": None}]}  # fmt: skip
+    hashed = tmp_path / "eval_sent.json"
+    hashed.write_text("\n".join([*lines[:2], json.dumps(case), *lines[3:]]), encoding="utf-8")
+    rc, _, err = rag(["report", "html", str(hashed)], capsys)
+    assert rc == 2 and "eval_sent.json:3: case kb-002: sent system message abababababab" in err
 
 
 def test_server_binds_localhost_and_serves_the_pages(tmp_path: Path) -> None:
@@ -237,7 +329,10 @@ def test_a_gated_metric_not_measured_is_shown_as_a_failure() -> None:
     assert row is not None and "NOT MEASURED" in row[1] and 'class="not_measured"' in row[1]
 
 
-def test_the_case_page_shows_the_prompt_as_sent_escaped_and_says_what_was_cut() -> None:
+def test_the_case_page_carries_the_sent_texts_a_report_stores_once() -> None:
+    """A merged report keeps each sent text once (``sent_texts``, by hash): the case page's
+    data carries the texts its messages refer to (drawn by case.js; the browser test
+    tests/e2e/test_e2e_viewer.py checks what is shown)."""
     from app.eval.report import _shared_texts
     from app.generation.pipeline.trace import SENT_MESSAGE_LIMIT, SentMessage, Trace
     from app.view import pages
@@ -258,16 +353,12 @@ def test_the_case_page_shows_the_prompt_as_sent_escaped_and_says_what_was_cut() 
     case = _shared_texts(new.cases[0].model_copy(update={"trace": trace}), texts)
     report = new.model_copy(update={"cases": [case, new.cases[1]], "sent_texts": texts})
     html = pages.case_page(report, "kb-001", back="run.html")
-    assert html is not None
-    sent = re.findall(r'<pre class="sent">(.*?)</pre>', html, re.S)
-    assert (
-        sent[0]
-        == "你是助手。&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
-    )
-    assert sent[1] == "问" * SENT_MESSAGE_LIMIT
-    assert f"… 3 more characters not kept (a trace keeps {SENT_MESSAGE_LIMIT} per message)" in html
-    assert "<script>alert" not in html
-    # a case from a report written before traces kept the messages says so
-    old = pages.case_page(report, "kb-002", back="run.html")
-    assert old is not None and '<pre class="sent">' not in old
-    assert "no trace: the pipeline failed before it produced one" in old
+    assert html is not None and "<script>alert" not in html
+    data = _embedded(html, "case-data")
+    assert isinstance(data, dict)
+    sent = data["c"]["trace"]["sent"]
+    assert [m["content"] for m in sent] == [None, None] and sent[1]["cut"] == 3
+    assert [data["x"]["texts"][m["sha256"]] for m in sent] == [
+        "你是助手。" + HOSTILE,
+        "问" * SENT_MESSAGE_LIMIT,
+    ]
