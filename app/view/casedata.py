@@ -8,102 +8,61 @@ dataset, each retrieved chunk's ACL from the knowledge base and the sent texts s
 per report. Which terms the answer holds is the run's own finding (the ``completeness`` /
 ``must_not_include`` scores' ``missing`` / ``violations``), not recomputed here.
 
-:class:`LeanCase` reads only what the rows and the extras need (pydantic, unknown fields
-ignored): the static export of 10,000 cases checks each case with it, line by line,
-instead of building every typed trace (:mod:`app.view.stream`).
+Rows and extras are computed from a typed :class:`~app.eval.records.CaseResult` (``rag
+view``) or from the lean view the static export reads line by line (:mod:`app.view.stream`,
+no typed trace built for 10,000 cases): the same functions for both.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import msgspec
 
 from app.errors import RagError
-from app.eval.records import BadCase, CaseResult, ReportSummary
+from app.eval.records import BadCase, ReportSummary
 from app.paths import kb_dir, repo_root
 
-__all__ = ["CaseLike", "Extras", "LeanCase", "case_info", "case_row", "run_info"]
+__all__ = ["CaseLike", "Extras", "TraceLike", "case_row", "priced", "run_info", "snip"]
 
 SNIPPET = 240  # characters of a question/answer carried in a table row (search + display)
 
 
-# ---------------------------------------------------------------- a case, leanly
+class _Hit(Protocol):
+    @property
+    def chunk_id(self) -> str: ...
 
 
-class _Lean(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
+class _Sent(Protocol):
+    @property
+    def role(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def content(self) -> str | None: ...
 
 
-class LeanScore(_Lean):
-    value: float | None
-    reason: str | None = None
+class TraceLike(Protocol):
+    """A typed :class:`~app.generation.pipeline.trace.Trace` or the export's
+    :class:`~app.view.stream.TraceBits`."""
 
-
-class LeanSent(_Lean):
-    role: str
-    sha256: str
-    content: str | None = None
-
-
-class LeanHit(_Lean):
-    chunk_id: str
-
-
-class LeanTrace(_Lean):
-    latency_ms: float = 0.0
-    retrieved: list[LeanHit] = Field(default_factory=list)
-    sent: list[LeanSent] = Field(default_factory=list)
-
-
-class LeanCase(_Lean):
-    """The fields of a :class:`~app.eval.records.CaseResult` the viewer computes with, and
-    its rules on them (types, finite numbers, a null value has a reason). The trace beyond
-    these fields is not typed here: ``case.js`` draws it as data (text only), whatever it
-    holds; ``rag view`` and every other reader use the full typed models."""
-
-    id: str
-    question: str
-    tags: list[str]
-    difficulty: str | None
-    expected_refusal: bool
-    metrics: dict[str, LeanScore]
-    answer: str | None
-    refused: bool | None
-    trace: LeanTrace | None
-    errors: list[str]
-    red_lines: list[str]
-    cost_usd: float = Field(ge=0)
-
-    @model_validator(mode="after")
-    def _null_has_reason(self) -> LeanCase:
-        # CaseResult's rule: an undefined value says why
-        for name, score in self.metrics.items():
-            if score.value is None and not score.reason:
-                raise ValueError(
-                    f"case {self.id}: metric {name!r} is null without a reason "
-                    "(an undefined value must say why)"
-                )
-        return self
-
-    def value(self, metric: str) -> float | None:
-        score = self.metrics.get(metric)
-        return None if score is None else score.value
-
-
-class _TraceLike(Protocol):
     @property
     def latency_ms(self) -> float: ...
+    @property
+    def retrieved(self) -> Sequence[_Hit]: ...
+    @property
+    def sent(self) -> Sequence[_Sent]: ...
 
 
 class CaseLike(Protocol):
-    """A :class:`LeanCase` or a typed :class:`~app.eval.records.CaseResult`."""
+    """A lean view (:class:`~app.eval.report_stream.LeanCase`) or a typed
+    :class:`~app.eval.records.CaseResult`."""
 
     @property
     def id(self) -> str: ...
@@ -123,15 +82,13 @@ class CaseLike(Protocol):
     def expected_refusal(self) -> bool: ...
     @property
     def cost_usd(self) -> float: ...
-    @property
-    def trace(self) -> _TraceLike | None: ...
     def value(self, metric: str) -> float | None: ...
 
 
 # ---------------------------------------------------------------- rows
 
 
-def _snip(text: str | None) -> str:
+def snip(text: str | None) -> str:
     if not text:
         return ""
     return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
@@ -144,15 +101,18 @@ def verdict(bad: BadCase | None) -> str:
 
 
 def case_row(
-    case: CaseLike, href: str, bad: BadCase | None, metrics: Iterable[str]
+    case: CaseLike,
+    trace: TraceLike | None,
+    href: str,
+    bad: BadCase | None,
+    metrics: Iterable[str],
 ) -> dict[str, Any]:
     """One compact row of a run's case table (``static/view.js`` filters and sorts them)."""
-    trace = case.trace
     return {
         "id": case.id,
         "href": href,
-        "q": _snip(case.question),
-        "a": _snip(case.answer),
+        "q": snip(case.question),
+        "a": snip(case.answer),
         "tags": case.tags,
         "difficulty": case.difficulty or "unspecified",
         "verdict": verdict(bad),
@@ -203,23 +163,32 @@ def _kb_acl() -> dict[str, str]:
     return {c.chunk_id: ", ".join(c.acl) for c in kb.chunks}
 
 
-def _strs(value: object) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+class _Turn(msgspec.Struct, frozen=True):
+    role: str = ""
+    content: str = ""
 
 
-def _golden_of(line: Mapping[str, Any]) -> dict[str, Any]:
-    answer = line.get("golden_answer")
-    history = line.get("history")
+class _GoldenLine(msgspec.Struct, frozen=True):
+    """The fields of a dataset case (:class:`~app.eval.datasets.Case`) a case page shows."""
+
+    id: str
+    golden_answer: str | None = None
+    history: list[_Turn] = []
+    must_include: list[str] = []
+    must_not_include: list[str] = []
+    golden_chunk_ids: list[str] = []
+
+
+_GOLDEN = msgspec.json.Decoder(_GoldenLine)
+
+
+def _golden_of(line: _GoldenLine) -> dict[str, Any]:
     return {
-        "answer": answer if isinstance(answer, str) else None,
-        "history": [
-            [str(t.get("role", "")), str(t.get("content", ""))]
-            for t in (history if isinstance(history, list) else [])
-            if isinstance(t, Mapping)
-        ],
-        "must_include": _strs(line.get("must_include")),
-        "must_not_include": _strs(line.get("must_not_include")),
-        "chunk_ids": _strs(line.get("golden_chunk_ids")),
+        "answer": line.golden_answer,
+        "history": [[t.role, t.content] for t in line.history],
+        "must_include": line.must_include,
+        "must_not_include": line.must_not_include,
+        "chunk_ids": line.golden_chunk_ids,
     }
 
 
@@ -234,13 +203,14 @@ def _dataset(path: str, sha256: str) -> tuple[dict[str, dict[str, Any]], str | N
     data = file.read_bytes()
     if hashlib.sha256(data).hexdigest() == sha256.removeprefix("sha256:"):
         out: dict[str, dict[str, Any]] = {}
-        for raw in data.decode("utf-8", "replace").splitlines():
+        for raw in data.removeprefix(b"\xef\xbb\xbf").splitlines():
+            if not raw.strip():
+                continue
             try:
-                line = json.loads(raw) if raw.strip() else None
-            except ValueError:
-                continue  # the run read this file: it validated; an odd line is not a case
-            if isinstance(line, dict) and isinstance(line.get("id"), str):
-                out[line["id"]] = _golden_of(line)
+                line = _GOLDEN.decode(raw)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # the run validated this file (same sha256): not a case line
+            out[line.id] = _golden_of(line)
         return out, None
     from app.eval.datasets import load_dataset_file
 
@@ -251,7 +221,8 @@ def _dataset(path: str, sha256: str) -> tuple[dict[str, dict[str, Any]], str | N
     note = None
     if sha256:
         note = f"{path} changed since this run (sha256 differs): the golden answer may differ"
-    return {c.id: _golden_of(c.model_dump(mode="json")) for c in suite.cases}, note
+    lines = (_GOLDEN.decode(json.dumps(c.model_dump(mode="json"))) for c in suite.cases)
+    return {line.id: _golden_of(line) for line in lines}, note
 
 
 @dataclass
@@ -265,18 +236,17 @@ class Extras:
         self.datasets = [_dataset(d.path, d.sha256) for d in self.summary.meta.datasets]
         self.acl = _kb_acl()
 
-    def of(self, case: LeanCase | CaseResult) -> dict[str, Any]:
+    def of(self, case_id: str, trace: TraceLike | None) -> dict[str, Any]:
         golden: dict[str, Any] | None = None
         note: str | None = None
         for cases, file_note in self.datasets:
             note = file_note
-            golden = cases.get(case.id)
+            golden = cases.get(case_id)
             if golden is not None:
                 break
         if golden is None and note is None:
             note = "this case id is not in the run's dataset file"
-        bad = self.bad.get(case.id)
-        trace = case.trace
+        bad = self.bad.get(case_id)
         hits = trace.retrieved if trace else []
         texts = self.summary.sent_texts
         return {
@@ -291,8 +261,3 @@ class Extras:
                 if m.content is None and m.sha256 in texts
             },
         }
-
-
-def case_info(summary: ReportSummary, case: LeanCase, extras: Extras | None = None) -> dict[str, Any]:  # fmt: skip
-    """The extras of one case (``rag view``: one page at a time)."""
-    return (extras or Extras(summary)).of(case)

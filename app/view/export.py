@@ -10,8 +10,8 @@ browser — no page per case, nothing inlined 10,000 times::
     case.html      one case page for all: case.html#<n>/<case id> reads c-<n>.js (case.js)
     run.js         the run's header for the case page; view.css, view.js, case.js
 
-Data files are scripts that set a JSON *string* on ``window`` (parsed by the page), since
-a page opened from disk cannot ``fetch()`` a file: the set works opened from disk or
+Data files are scripts that put their JSON on ``window`` (JSON is a JS expression; see
+:func:`_data`), since a page opened from disk cannot ``fetch()`` a file: the set works opened from disk or
 uploaded as a CI artifact. The folder is written beside the old one and swapped in with
 one rename (the set is refreshed as a whole, no fsync per file); the run page is written
 atomically after it.
@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+import msgspec
 
 from app.errors import UserError
 from app.eval.records import Report
@@ -52,7 +54,7 @@ def _case_dir(out: Path) -> Path:
     return out.with_name(out.stem + "_cases")
 
 
-def _write_folder(folder: Path, pages: Iterable[tuple[str, str]]) -> list[Path]:
+def _write_folder(folder: Path, pages: Iterable[tuple[str, str | bytes]]) -> list[Path]:
     """Write ``(file name, text)`` pages and the shared ``view.css`` / ``view.js`` into a new
     folder beside ``folder``, then swap it in: the set is replaced as a whole (one rename), so
     a reader never sees a half-written set and nothing is fsynced per page."""
@@ -74,7 +76,7 @@ def _write_folder(folder: Path, pages: Iterable[tuple[str, str]]) -> list[Path]:
         written = []
         for name, text in pages:
             path = fresh / name
-            path.write_text(text, encoding="utf-8")
+            path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
             written.append(folder / name)
         for name, text in static_assets().items():
             (fresh / name).write_text(text, encoding="utf-8")
@@ -92,14 +94,17 @@ def _write_folder(folder: Path, pages: Iterable[tuple[str, str]]) -> list[Path]:
     return written
 
 
-def _json(data: object) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ENCODE = msgspec.json.Encoder().encode  # compact UTF-8 JSON of the rows and extras
 
 
-def _script(before: str, json_text: str, after: str = "") -> str:
-    """A data file: ``json_text`` as a JS string literal set on ``window`` (JSON.parse'd by
-    the page: the data is never evaluated as code)."""
-    return f"{before}{json.dumps(json_text, ensure_ascii=False)}{after};\n"
+def _data(target: str, json_text: bytes) -> bytes:
+    """A data file: ``target`` (a JS assignment or call) applied to the JSON as a JS
+    expression — JSON is valid JavaScript (ES2019): arrays and objects whose text is data,
+    never code. JSON holding the key ``__proto__`` (which a JS object literal would take
+    as the object's prototype) is carried as a string instead, JSON.parse'd by the page."""
+    if b'"__proto__"' in json_text:
+        json_text = json.dumps(json_text.decode("utf-8"), ensure_ascii=False).encode("utf-8")
+    return target.replace("@", "%s").encode("utf-8") % json_text + b";\n"
 
 
 def export_run(report: StreamedReport, out: Path) -> list[Path]:
@@ -115,22 +120,23 @@ def export_run(report: StreamedReport, out: Path) -> list[Path]:
     metrics = list(summary.metrics)
     url = quote(folder.name)
 
-    def files() -> Iterator[tuple[str, str]]:
-        part: list[str] = []
-        for i, (raw, case) in enumerate(report.cases):
-            n = i // CASES_PER_FILE
-            href = f"{url}/case.html#{n}/{quote(case.id, safe='')}"
-            rows.append(case_row(case, href, extras.bad.get(case.id), metrics))
-            part.append('{"c":' + raw + ',"x":' + _json(extras.of(case)) + "}")
+    def files() -> Iterator[tuple[str, str | bytes]]:
+        part: list[bytes] = []
+        for i, case in enumerate(report.cases):
+            n, cid = i // CASES_PER_FILE, case.lean.id
+            href = f"{url}/case.html#{n}/{quote(cid, safe='')}"
+            rows.append(case_row(case.lean, case.trace, href, extras.bad.get(cid), metrics))
+            x = _ENCODE(extras.of(cid, case.trace))
+            part.append(b'{"c":' + case.raw + b',"x":' + x + b"}")
             if len(part) == CASES_PER_FILE or i == len(report.cases) - 1:
-                target = f"(window.RAG_CASES = window.RAG_CASES || {{}})[{n}] = "
-                yield f"c-{n}.js", _script(target, "[" + ",".join(part) + "]")
+                target = f"(window.RAG_CASES = window.RAG_CASES || {{}})[{n}] = @"
+                yield f"c-{n}.js", _data(target, b"[" + b",".join(part) + b"]")
                 part = []
         for k in range(0, max(len(rows), 1), ROWS_PER_FILE):
-            target = "(window.RAG_ROWS = window.RAG_ROWS || []).push(JSON.parse("
-            yield f"rows-{k // ROWS_PER_FILE}.js", _script(target, _json(rows[k : k + ROWS_PER_FILE]), "))")  # fmt: skip
-        info = _json(run_info(summary, f"../{quote(out.name)}"))
-        yield "run.js", _script("window.RAG_RUN = JSON.parse(", info, ")")
+            target = "(window.RAG_ROWS = window.RAG_ROWS || []).push(@)"
+            yield f"rows-{k // ROWS_PER_FILE}.js", _data(target, _ENCODE(rows[k : k + ROWS_PER_FILE]))  # fmt: skip
+        info = _ENCODE(run_info(summary, f"../{quote(out.name)}"))
+        yield "run.js", _data("window.RAG_RUN = @", info)
         lang = _lang([r["q"] for r in rows])
         yield "case.html", case_shell(summary, f"../{quote(out.name)}", "./", lang)
 

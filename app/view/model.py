@@ -22,7 +22,7 @@ from typing import Any
 from app.errors import RagError
 from app.eval.records import Report
 from app.eval.render import cost_text
-from app.view.casedata import _snip
+from app.view.casedata import snip
 
 __all__ = ["RunEntry", "RunStore", "case_file_name", "compare_rows", "fmt_cost", "fmt_num"]
 
@@ -148,11 +148,11 @@ def compare_rows(base: Report, new: Report, href: Mapping[str, str]) -> list[dic
             {
                 "id": case.id,
                 "href": href[case.id],
-                "q": _snip(case.question),
+                "q": snip(case.question),
                 "tags": case.tags,
                 "difficulty": case.difficulty or "unspecified",
-                "a_base": _snip(old.answer),
-                "a_new": _snip(case.answer),
+                "a_base": snip(old.answer),
+                "a_new": snip(case.answer),
                 "changed": (old.answer or "") != (case.answer or ""),
                 "improved": better,
                 "regressed": worse,

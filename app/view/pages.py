@@ -121,7 +121,7 @@ def runs_page(
 def run_page(report: Report, case_href: Mapping[str, str], home: str | None = None) -> str:
     """``rag view``'s run page of a typed report, its rows embedded."""
     bad = {b.id: b for b in report.bad_cases}
-    rows = [case_row(c, case_href[c.id], bad.get(c.id), report.metrics) for c in report.cases]
+    rows = [case_row(c, c.trace, case_href[c.id], bad.get(c.id), report.metrics) for c in report.cases]  # fmt: skip
     return run_page_of(report, rows, home=home)
 
 
@@ -159,7 +159,7 @@ def case_page(report: Report, case_id: str, back: str, home: str | None = None) 
     case = report.case(case_id)
     if case is None:
         return None
-    payload = {"c": case.model_dump(mode="json"), "x": Extras(report).of(case)}
+    payload = {"c": case.model_dump(mode="json"), "x": Extras(report).of(case.id, case.trace)}
     return _render(
         "case.html",
         lang=_lang([case.question]),

@@ -209,7 +209,7 @@
   }
   // the static export: #<chunk>/<case id, URI-encoded>
   function show() {
-    const run = window.RAG_RUN;
+    const run = typeof window.RAG_RUN === "string" ? JSON.parse(window.RAG_RUN) : window.RAG_RUN;
     const m = /^#(\d+)\/(.+)$/.exec(location.hash);
     if (!run) { say("run.js is missing beside this page: export the run again with rag report html", "fail"); return; }
     const back = $("back");
@@ -219,9 +219,10 @@
     try { id = decodeURIComponent(m[2]); } catch (e) { say("not a case link: " + m[2], "fail"); return; }
     const chunk = m[1];
     const found = () => {
-      const text = (window.RAG_CASES || {})[chunk];
-      if (typeof text !== "string") { say("case data file c-" + chunk + ".js is missing beside this page", "fail"); return; }
-      const hit = JSON.parse(text).find((d) => d.c && d.c.id === id);
+      let cases = (window.RAG_CASES || {})[chunk];
+      if (typeof cases === "string") cases = JSON.parse(cases);  // see export._data
+      if (!Array.isArray(cases)) { say("case data file c-" + chunk + ".js is missing beside this page", "fail"); return; }
+      const hit = cases.find((d) => d.c && d.c.id === id);
       if (!hit) { say("case " + id + " is not in this export", "fail"); return; }
       render(run, hit);
     };

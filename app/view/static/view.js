@@ -9,7 +9,8 @@
   const spec_el = document.getElementById("table-spec");
   if (!spec_el) return;
   const spec = JSON.parse(spec_el.textContent);
-  const rows = data ? JSON.parse(data.textContent) : [].concat(...(window.RAG_ROWS || []));
+  const parsed = (v) => (typeof v === "string" ? JSON.parse(v) : v);  // see export._data
+  const rows = data ? JSON.parse(data.textContent) : [].concat(...(window.RAG_ROWS || []).map(parsed));
   if (spec.total !== undefined && rows.length !== spec.total) {
     const warn = document.createElement("p");
     warn.className = "warn";

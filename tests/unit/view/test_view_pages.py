@@ -151,7 +151,7 @@ def test_the_run_page_rows_carry_the_reports_own_bad_cases() -> None:
         ],
         {"acl_leak": leak},
     )
-    rows = [case_row(c, "", report.bad_case(c.id), report.metrics) for c in report.cases]
+    rows = [case_row(c, c.trace, "", report.bad_case(c.id), report.metrics) for c in report.cases]
     bad = report.bad_case("kb-001")
     assert bad is not None
     assert rows[0]["verdict"] == "bad-hard" and rows[0]["why"] == [x.message for x in bad.reasons]
@@ -161,11 +161,21 @@ def test_the_run_page_rows_carry_the_reports_own_bad_cases() -> None:
 # ---------------------------------------------------------------- exports and server
 
 
+_TARGET = re.compile(
+    r"^(?:\(window\.RAG_(?:CASES|ROWS) = window\.RAG_(?:CASES|ROWS) \|\| (?:\{\}|\[\])\)"
+    r"(?:\[\d+\] = |\.push\()|window\.RAG_RUN = )"
+)
+
+
 def data_file(path: Path) -> object:
-    """The JSON a data file of the static export carries: a JS string literal (a JSON
-    string) holding the JSON text."""
+    """The JSON a data file of the static export carries (a JS expression after the
+    assignment or ``push(``; a string holding the JSON when it has a ``__proto__`` key)."""
     text = path.read_text(encoding="utf-8")
-    return json.loads(json.loads(text[text.index('"') : text.rindex('"') + 1]))
+    head = _TARGET.match(text)
+    assert head is not None, text[:80]
+    value, end = json.JSONDecoder().raw_decode(text, head.end())
+    assert text[end:] in (";\n", ");\n")  # nothing else in the file
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def test_report_html_writes_the_run_page_and_the_data_its_table_and_case_page_read(
@@ -209,6 +219,15 @@ def test_report_html_writes_the_run_page_and_the_data_its_table_and_case_page_re
     one.write_text(new.model_dump_json(), encoding="utf-8")
     rc, _, _ = rag(["report", "html", str(one), "-o", str(tmp_path / "one.html")], capsys)
     assert rc == 0 and data_file(tmp_path / "one_cases" / "c-0.js") == cases
+    # a "__proto__" key (a JS object literal would make it the prototype) goes as a string
+    proto = new.model_copy(update={"cases": [new.cases[0].model_copy(update={"metrics": {**new.cases[0].metrics, "correctness": new.cases[0].metrics["correctness"].model_copy(update={"detail": {"__proto__": {"x": 1}}})}}), new.cases[1]]})  # fmt: skip
+    pp = tmp_path / "eval_proto.json"
+    pp.write_text(report_json(proto), encoding="utf-8")
+    rc, _, _ = rag(["report", "html", str(pp), "-o", str(tmp_path / "proto.html")], capsys)
+    text = (tmp_path / "proto_cases" / "c-0.js").read_text(encoding="utf-8")
+    assert rc == 0 and text.startswith('(window.RAG_CASES = window.RAG_CASES || {})[0] = "[{')
+    shown = data_file(tmp_path / "proto_cases" / "c-0.js")
+    assert isinstance(shown, list) and shown[0]["c"]["metrics"]["correctness"]["detail"] == {"__proto__": {"x": 1}}  # fmt: skip
     # a second export replaces the set as a whole: no stale file, no temp folder left
     (folder / "stale.html").write_text("old", encoding="utf-8")
     (folder / "c-7.js").write_text("old", encoding="utf-8")
@@ -242,9 +261,12 @@ def _lines(report: r.Report) -> list[str]:
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (lambda c: {**c, "cost_usd": "free"}, ":3: case 2 is not valid;"),
+        (lambda c: {**c, "cost_usd": "free"}, ":3 (case kb-002): not a valid case: cost_usd"),
         (lambda c: {**c, "id": "kb-001"}, ":3: case id 'kb-001' appears twice"),
-        (lambda c: {**c, "metrics": {"correctness": {"value": None}}}, ":3: case 2 is not valid;"),
+        (
+            lambda c: {**c, "metrics": {"correctness": {"value": None}}},
+            ":3 (case kb-002): metrics/correctness: null without a reason",
+        ),  # fmt: skip
     ],
 )
 def test_report_html_refuses_a_bad_case_line_naming_file_and_line(
@@ -276,7 +298,7 @@ def test_report_html_refuses_nan_and_a_missing_sent_text(
     nan.write_text("\n".join([lines[0], lines[1].replace('"cost_usd":0.0', '"cost_usd":NaN'), *lines[2:]]), encoding="utf-8")  # fmt: skip
     assert "NaN" in nan.read_text(encoding="utf-8")
     rc, _, err = rag(["report", "html", str(nan)], capsys)
-    assert rc == 2 and "eval_nan.json:2:" in err and "NaN" in err
+    assert rc == 2 and "eval_nan.json:2" in err and "NaN is not a JSON number" in err
     # a sent message stored by hash whose text the report does not hold
     case = json.loads(lines[2])
     case["trace"] = {"latency_ms": 1.0, "sent": [{"role": "system", "sha256": "ab" * 32, "chars": 3, "content": None}]}  # fmt: skip
