@@ -266,7 +266,7 @@ def _lines(report: r.Report) -> list[str]:
         (
             lambda c: {**c, "metrics": {"correctness": {"value": None}}},
             ":3 (case kb-002): metrics/correctness: null without a reason",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_report_html_refuses_a_bad_case_line_naming_file_and_line(
