@@ -52,7 +52,11 @@ BadKind = Literal[
 class Record(BaseModel):
     """Base of every report record: frozen, no unknown field, no NaN."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # a NaN that got in anyway (a free-form field) is written as the constant NaN, so the
+    # writers' check finds it, never as a silent null
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, ser_json_inf_nan="constants"
+    )
 
 
 # ---------------------------------------------------------------- meta

@@ -400,9 +400,8 @@ async def run(
                 except asyncio.QueueEmpty:
                     return
                 result = await evaluate_case(case, factory, eng, config, base_ctx)
-                checkpoint.save(result)
-                # this process's counters so far: a later --resume sums every process's
-                checkpoint.set(process_key, _process_record(eng, started))
+                # with this process's counters so far (a later --resume sums every process's)
+                checkpoint.save(result, meta=(process_key, _process_record(eng, started)))
                 finished[case.id] = digest(result, judges, bar)
                 progress.update(result, spent_before + _spent(eng) - engine_spent_at_start)
 
@@ -565,9 +564,9 @@ def _finished_outcome(
 
 
 def _process_record(engine: object, started: float) -> dict[str, Any]:
-    stats = _stats(engine)
+    stats = getattr(engine, "stats", None)
     return {
-        "engine": stats.as_dict() if stats is not None else None,
+        "engine": asdict(stats) if isinstance(stats, EngineStats) else None,
         "duration_s": round(time.monotonic() - started, 3),
     }
 

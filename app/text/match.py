@@ -16,6 +16,7 @@ must not hide 年假 inside 带薪年假); any other term must equal a whole tok
 from __future__ import annotations
 
 import collections
+import functools
 import re
 
 from app.text.analyser import has_cjk, tokenize
@@ -42,6 +43,8 @@ def _found(needle: str, haystack: str) -> bool:
     whole number there: ``32000`` is not found in ``132000`` nor ``600`` in ``600.5``."""
     if not needle:
         return True
+    if not (needle[0].isdigit() or needle[-1].isdigit()):
+        return needle in haystack  # what the escaped pattern would find
     pattern = re.escape(needle)
     if needle[0].isdigit():
         pattern = r"(?<![\d.])" + pattern
@@ -50,11 +53,20 @@ def _found(needle: str, haystack: str) -> bool:
     return re.search(pattern, haystack) is not None
 
 
+@functools.lru_cache(maxsize=1024)
+def _prepared(text: str) -> tuple[str, str]:
+    """``text`` as :func:`contains` compares it: normalised, thousands separators dropped;
+    and that without spaces. Kept for recent texts: a case's answer and a dataset's golden
+    chunks are searched for several keywords each."""
+    norm = _THOUSANDS.sub("", normalise(text))
+    return norm, norm.replace(" ", "")
+
+
 def contains(haystack: str, needle: str) -> bool:
     """Is keyword ``needle`` in ``haystack``? (see the module docstring)."""
-    h = _THOUSANDS.sub("", normalise(haystack))
-    n = _THOUSANDS.sub("", normalise(needle))
-    return _found(n, h) or _found(n.replace(" ", ""), h.replace(" ", ""))
+    h, h_flat = _prepared(haystack)
+    n, n_flat = _prepared(needle)
+    return _found(n, h) or _found(n_flat, h_flat)
 
 
 def contains_any(texts: list[str] | tuple[str, ...], needle: str) -> bool:

@@ -25,7 +25,8 @@ Scale = Literal["binary", "continuous"]
 class Score(BaseModel):
     """One metric's value for one case. ``value`` is ``None`` only together with ``reason``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # a NaN (refused by the report writers) serialises as the constant NaN, never as null
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
     value: float | None
     reason: str | None = None

@@ -18,7 +18,9 @@ AnswerMode = Literal["no_hits", "refusal", "strict", "assisted", "injection_refu
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # a NaN is written as the JSON constant NaN (which the report writers refuse), never as
+    # a silent null
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
 
 class RetrievedChunk(_Record):

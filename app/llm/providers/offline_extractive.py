@@ -69,6 +69,7 @@ answered by these rules but by the offline rewriter and summariser
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -107,6 +108,19 @@ _QUANTITY = re.compile(
 )
 _MARKER = re.compile(r"^\s*\[(\d+)\]\s*", re.MULTILINE)
 _TAG = re.compile(r"[<‹]/?[^<>‹\s]{1,20}>")  # <用户提问>, </question>, ‹用户提问> ...
+
+
+# The documents are knowledge-base chunks, so the same texts come back case after case:
+# their sentences and each sentence's (read-only) Matcher are pure functions of the text,
+# kept for the most recent few thousand texts.
+@functools.lru_cache(maxsize=1024)
+def _sentences(document: str) -> tuple[str, ...]:
+    return tuple(sentences(document))
+
+
+@functools.lru_cache(maxsize=8192)
+def _matcher(text: str) -> Matcher:
+    return Matcher(text)
 
 
 @dataclass(frozen=True)
@@ -205,12 +219,12 @@ def answer(
     """(answer text, refused) — refused when no sentence clears the threshold."""
     refusal = rejection or default_refusal(question)
     q_terms = sorted(set(question_terms(question)))
-    heads = [Matcher(h) for h in (headers or [])]
-    heads += [Matcher("")] * (len(documents) - len(heads))
+    heads = [_matcher(h) for h in (headers or [])]
+    heads += [_matcher("")] * (len(documents) - len(heads))
     sents = [
-        _Sentence(d, p, s, Matcher(s), heads[d - 1])
+        _Sentence(d, p, s, _matcher(s), heads[d - 1])
         for d, doc in enumerate(documents, start=1)
-        for p, s in enumerate(sentences(doc))
+        for p, s in enumerate(_sentences(doc))
     ]
     sents = [s for s in sents if s.match.tokens]
     if not q_terms or not sents:
@@ -322,20 +336,30 @@ def _dense_scorer() -> DenseScorer | None:
     return sentence_relevance
 
 
+def payload_json(request: ChatRequest) -> str:
+    """The request's content as one canonical JSON text (what its request id digests)."""
+    return json.dumps(request.cache_payload(), sort_keys=True, ensure_ascii=False)
+
+
 def offline_completion(
-    request: ChatRequest, text: str, model: str, *, algorithm: str | None = None
+    request: ChatRequest,
+    text: str,
+    model: str,
+    *,
+    algorithm: str | None = None,
+    payload: str | None = None,
 ) -> Completion:
     """A Completion with real BPE token counts, zero cost and a ``baseline-<algorithm>-``
-    request id (``algorithm`` defaults to the model: ``extractive``, ``reference-judge``)."""
+    request id (``algorithm`` defaults to the model: ``extractive``, ``reference-judge``);
+    ``payload`` is :func:`payload_json` of the request when the caller has it already."""
     from app.llm.tokens import get_counter
 
     counter = get_counter()
     prompt = request.prompt_text or "\n".join(
         [request.system or "", *(m.content for m in request.messages)]
     )
-    digest = hashlib.sha256(
-        json.dumps(request.cache_payload(), sort_keys=True, ensure_ascii=False).encode()
-    ).hexdigest()[:16]
+    body = payload if payload is not None else payload_json(request)
+    digest = hashlib.sha256(body.encode()).hexdigest()[:16]
     return Completion(
         text=text,
         provider="offline",

@@ -30,13 +30,14 @@ correctness); relevance uses ≥ 0.6 / 0.45 / 0.3 / 0.15 because answers rephras
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from app.errors import ConfigError
 from app.llm.providers.base import Provider
-from app.llm.providers.offline_extractive import offline_completion
+from app.llm.providers.offline_extractive import offline_completion, payload_json
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest, Completion
 from app.text import Matcher, is_refusal, numbers, sentences, strip_citations, tokenize
@@ -57,12 +58,25 @@ def band(share: float, bands: tuple[float, ...] = BANDS) -> int:
     return 1
 
 
+# A case's three rules read the same few texts (the candidate, its sentences, the context):
+# each text is analysed once — both are pure functions of the text, and the results are only
+# read. Small and bounded, so nothing grows with a run.
+@functools.lru_cache(maxsize=512)
+def _terms(part: str) -> frozenset[str]:
+    return frozenset(tokenize(strip_citations(part)))
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(whole: str) -> Matcher:
+    return Matcher(whole)
+
+
 def share(part: str, whole: str) -> tuple[float, int]:
     """(share of ``part``'s distinct content tokens found in ``whole``, their count)."""
-    need = set(tokenize(strip_citations(part)))
+    need = _terms(part)
     if not need:
         return 0.0, 0
-    have = Matcher(whole)
+    have = _matcher(whole)
     return sum(1 for t in need if t in have) / len(need), len(need)
 
 
@@ -141,7 +155,10 @@ class ReferenceJudgeProvider(Provider):
     """Deterministic overlap judge; see the module docstring for its rules.
 
     The verdict is a pure function of the request, so the last :data:`RECENT` completions
-    are kept by the request's content: a case's 2nd and 3rd sample are not recomputed."""
+    are kept by the request's content: a case's 2nd and 3rd sample are not recomputed. The
+    samples of one metric are one :class:`ChatRequest` object (frozen) asked back to back,
+    so the request last answered is recognised by identity before its content is
+    serialised for the lookup."""
 
     family = "offline"
     cacheable = False
@@ -149,19 +166,23 @@ class ReferenceJudgeProvider(Provider):
     def __init__(self, spec: ProviderSpec) -> None:
         super().__init__(spec)
         self._recent: OrderedDict[str, Completion] = OrderedDict()
+        self._last: tuple[ChatRequest, str, Completion] | None = None
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
-        key = json.dumps(
-            [model, request.cache_payload()], sort_keys=True, ensure_ascii=False, default=str
-        )
+        last = self._last
+        if last is not None and last[0] is request and last[1] == model:
+            return last[2]
+        payload = payload_json(request)
+        key = f"{model}\n{payload}"
         done = self._recent.get(key)
         if done is not None:
             self._recent.move_to_end(key)
-            return done
-        verdict = judge(request)
-        text = json.dumps(verdict, ensure_ascii=False)
-        done = offline_completion(request, text, model)
-        self._recent[key] = done
-        if len(self._recent) > RECENT:
-            self._recent.popitem(last=False)
+        else:
+            verdict = judge(request)
+            text = json.dumps(verdict, ensure_ascii=False)
+            done = offline_completion(request, text, model, payload=payload)
+            self._recent[key] = done
+            if len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        self._last = (request, model, done)
         return done

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+import typing
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from app.errors import ConfigError, ReportError
-from app.eval.checkpoint import Checkpoint
+from app.eval.checkpoint import Checkpoint, _case_json
 from app.eval.metrics.base import Score
+from app.eval.records import CaseResult
+from app.generation.pipeline.trace import RetrievedChunk, RewriteTrace, Trace
 from tests.support import reports as r
 
 
@@ -48,3 +53,85 @@ def test_nan_is_refused_before_anything_is_written(tmp_path: Path) -> None:
         cp.save(r.case("kb-004", {"mrr": nan}))
     assert cp.done() == {}
     cp.close()
+
+
+def _trace(**update: object) -> Trace:
+    base = Trace(
+        trace_id="t1",
+        created_at="2026-12-01T00:00:00Z",
+        model="offline:extractive",
+        user_acl=["public"],
+        question="q",
+        rewritten_query="q",
+        rewrite=RewriteTrace(strategy="off", triggered=False),
+        mode="assisted",
+        retrieved=[
+            RetrievedChunk(chunk_id="c#0", title="t", score=0.5, raw_score=1.0, query="rewritten")
+        ],
+    )
+    return base.model_copy(update=update)
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        ("score spread", "metrics.mrr.spread"),
+        ("judge sample", "metrics.mrr.samples[0]"),
+        ("trace top score", "trace.top1_score"),
+        ("retrieved chunk score", "trace.retrieved[0].score"),
+        ("trace latency", "trace.latency_ms"),
+    ],
+)
+def test_nan_in_a_typed_float_is_refused_too_not_written_as_null(
+    tmp_path: Path, where: str, field: str
+) -> None:
+    # the row is checked by its JSON text: a NaN must reach it as the constant NaN (each
+    # model of a case serialises with ser_json_inf_nan="constants"), never as a null
+    nan = float("nan")
+    mrr = Score(value=1.0)
+    trace = _trace()
+    if where == "score spread":
+        mrr = Score(value=1.0, spread=nan)
+    elif where == "judge sample":
+        mrr = Score(value=1.0, samples=[nan])
+    elif where == "trace top score":
+        trace = _trace(top1_score=nan)
+    elif where == "retrieved chunk score":
+        chunk = trace.retrieved[0].model_copy(update={"score": nan})
+        trace = _trace(retrieved=[chunk])
+    else:
+        trace = _trace(latency_ms=float("inf"))
+    case = r.case("kb-005", {"mrr": mrr}).model_copy(update={"trace": trace})
+    cp = Checkpoint.create("20261130T190000Z-ab12cd", {"suite": "smoke"}, tmp_path)
+    with pytest.raises(ReportError, match=rf"case kb-005\.{re.escape(field)} is (nan|inf)"):
+        cp.save(case)
+    assert cp.done() == {}
+    cp.close()
+
+
+def test_a_text_that_merely_says_nan_or_infinity_is_stored() -> None:
+    case = r.case("kb-006", {"mrr": 1.0}, answer="NaN and Infinity are words here")
+    assert json.loads(_case_json(case)) == json.loads(case.model_dump_json())
+
+
+def _models(model: type[BaseModel], seen: set[type[BaseModel]]) -> set[type[BaseModel]]:
+    if model in seen:
+        return seen
+    seen.add(model)
+    for info in model.model_fields.values():
+        stack: list[object] = [info.annotation]
+        while stack:
+            tp = stack.pop()
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                _models(tp, seen)
+            stack.extend(typing.get_args(tp))
+    return seen
+
+
+def test_every_model_of_a_case_writes_a_nan_as_a_constant_the_check_can_see() -> None:
+    models = _models(CaseResult, set())
+    assert {CaseResult, Score, Trace, RetrievedChunk} <= models  # the walk reaches them
+    plain = sorted(
+        m.__name__ for m in models if m.model_config.get("ser_json_inf_nan") != "constants"
+    )
+    assert plain == [], f"{plain}: set ser_json_inf_nan='constants' (checkpoint._case_json)"
