@@ -26,12 +26,14 @@ from app.generation.pipeline.config import CONTRACT_SLOTS, PipelineConfig
 from app.generation.pipeline.trace import Answer
 from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
 from app.generation.registry.contracts import contract_for
+from app.llm.recording import recording
 from app.llm.types import EngineLike, Message
 from app.paths import kb_dir
 from app.retrieval.kb import KnowledgeBase, load_kb
 
 if TYPE_CHECKING:
     from app.eval.records import CaseResult
+    from app.eval.warm import WarmCache
     from app.generation.pipeline.generator import Pipeline
     from app.generation.pipeline.trace import Trace
 
@@ -48,6 +50,8 @@ class PipelineFactory:
         self.kb: KnowledgeBase = load_kb(Path(config.kb_path) if config.kb_path else kb_dir())
         self.overrides = self._overrides(config.prompts)
         self._pipeline: Pipeline | None = None
+        self._warm: WarmCache | None = None
+        self._warm_decided = False
 
     def _overrides(self, prompts: Sequence[str]) -> dict[str, str]:
         """``--prompt`` versions → the :class:`PipelineConfig` fields they set, by contract."""
@@ -80,13 +84,12 @@ class PipelineFactory:
         ``cases`` is None) and every judge prompt for the judge — before the first provider
         call; one that does not serve its model is a :class:`ConfigError` (exit 2) naming
         the prompt, the model and the allowed set (all such problems at once)."""
-        from app.generation.pipeline.generator import language_of
+        from app.generation.pipeline.memory import language_of
 
         if cases is None:
-            planned = self.pipeline().planned_prompts()
+            planned = self._planned(None)
         else:
-            langs = {language_of(c.question) for c in cases if c.history}
-            planned = self.pipeline().planned_prompts(history_possible=bool(langs), languages=langs)
+            planned = self._planned({language_of(c.question) for c in cases if c.history})
         if self.config.judge:
             planned += [(e.prompt, self.config.judge) for e in self._judges().values()]
         problems: list[str] = []
@@ -108,6 +111,79 @@ class PipelineFactory:
 
         tokenize("预热 warm-up")
 
+    def _planned(self, langs: set[str] | None) -> list[tuple[str, str]]:
+        """The pipeline's planned prompts (from the warm cache when it knows them: the
+        pipeline object is then not built at all on a rerun that replays every case)."""
+        warm = self.warm()
+        name = "planned:" + ("all" if langs is None else ",".join(sorted(langs)))
+        known = warm.fact(name) if warm is not None else None
+        if isinstance(known, list):
+            return [(str(p), str(m)) for p, m in known]
+        if langs is None:
+            planned = self.pipeline().planned_prompts()
+        else:
+            planned = self.pipeline().planned_prompts(
+                history_possible=bool(langs),
+                languages=langs,  # type: ignore[arg-type]
+            )
+        if warm is not None:
+            warm.set_fact(name, [list(p) for p in planned])
+        return planned
+
+    def retriever_info(self) -> dict[str, object]:
+        """What the report records about the retriever (:func:`app.retrieval.hybrid.
+        retriever_info` of the pipeline's; from the warm cache when it knows it)."""
+        warm = self.warm()
+        known = warm.fact("retrieval") if warm is not None else None
+        if isinstance(known, dict):
+            return known
+        from app.retrieval.hybrid import retriever_info
+
+        info = retriever_info(self.pipeline().retriever)
+        if warm is not None:
+            warm.set_fact("retrieval", info)
+        return info
+
+    def pipeline_fields(self) -> dict[str, object]:
+        """What the run's :class:`PipelineConfig` is built from."""
+        return {
+            "model": self.config.model,
+            "log_answers": False,
+            "retriever": self.config.retriever,
+            "allow_unlisted_model": self.config.allow_unlisted_model,
+            **({"max_answer_tokens": mt} if (mt := self.config.max_tokens) else {}),
+            **(
+                {"temperature": self.config.temperature}
+                if self.config.temperature is not None
+                else {}
+            ),
+            **self.overrides,
+        }
+
+    def warm(self) -> WarmCache | None:
+        """The pipeline-level warm cache (:mod:`app.eval.warm`), or None: only with the
+        engine's response cache on and not refreshing, and a cacheable candidate."""
+        if not self._warm_decided:
+            self._warm_decided = True
+            from app.llm.engine import Engine
+
+            eng = self.engine
+            if (
+                isinstance(eng, Engine)
+                and eng.cache_path is not None
+                and not eng.config.refresh_cache
+                and _cacheable(self.config.model)
+            ):
+                from app.eval.warm import WarmCache, fingerprint
+
+                run = fingerprint(
+                    pipeline_fields=self.pipeline_fields(),
+                    registry_root=self.registry.root,
+                    kb_root=Path(self.config.kb_path) if self.config.kb_path else kb_dir(),
+                )
+                self._warm = WarmCache(eng, run, eng.cache_path.parent / "pipeline_answers.sqlite3")
+        return self._warm
+
     def _judges(self) -> dict[str, JudgeMetric]:
         """The judge metrics this run computes (``--metrics``), from the judge table."""
         selected = select_metrics(self.config.metrics)
@@ -121,21 +197,7 @@ class PipelineFactory:
         if self._pipeline is None:
             from app.generation.pipeline.generator import Pipeline
 
-            cfg = PipelineConfig.model_validate(
-                {
-                    "model": self.config.model,
-                    "log_answers": False,
-                    "retriever": self.config.retriever,
-                    "allow_unlisted_model": self.config.allow_unlisted_model,
-                    **({"max_answer_tokens": mt} if (mt := self.config.max_tokens) else {}),
-                    **(
-                        {"temperature": self.config.temperature}
-                        if self.config.temperature is not None
-                        else {}
-                    ),
-                    **self.overrides,
-                }
-            )
+            cfg = PipelineConfig.model_validate(self.pipeline_fields())
             self._pipeline = Pipeline(cfg, self.engine, kb=self.kb, registry=self.registry)
         return self._pipeline
 
@@ -246,13 +308,38 @@ def observation_from_answer(answer: Answer, rejection: str | None) -> Observatio
     )
 
 
+def _cacheable(model: str) -> bool:
+    """True when ``model``'s provider class says its replies may be cached (a plain
+    factory registered without a class: unknown, so False)."""
+    from app.llm.providers import Provider, provider_class
+    from app.llm.spec import parse_provider
+
+    cls = provider_class(parse_provider(model))
+    return cls is not Provider and cls.cacheable
+
+
 async def observe_case(case: Case, factory: PipelineFactory) -> tuple[Observation | None, str]:
-    """Run the pipeline for one case: ``(observation, "")``, or ``(None, error)``."""
+    """Run the pipeline for one case: ``(observation, "")``, or ``(None, error)``. With the
+    warm cache (:mod:`app.eval.warm`) a case whose answer and replies are unchanged is
+    replayed without running the pipeline."""
     history = [Message(t.role, t.content) for t in case.history]
+    warm = factory.warm()
+    key = ""
+    if warm is not None:
+        from app.eval.warm import case_key
+
+        turns = [(t.role, t.content) for t in case.history]
+        key = case_key(warm.run, case.question, turns, list(case.acl))
+        replayed = warm.answer(key)
+        if replayed is not None:
+            return observation_from_answer(replayed, factory.rejection_answer()), ""
     try:
-        answer = await factory.pipeline().answer(
-            case.question, history=history, user_acl=list(case.acl)
-        )
+        with recording() as calls:
+            answer = await factory.pipeline().answer(
+                case.question, history=history, user_acl=list(case.acl)
+            )
     except RuntimeFailure as exc:
         return None, f"{type(exc).__name__}: {exc}"
+    if warm is not None:
+        warm.store(key, answer, calls)
     return observation_from_answer(answer, factory.rejection_answer()), ""

@@ -25,7 +25,7 @@ import secrets
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,6 @@ from app.llm.spec import parse_provider
 from app.llm.types import EngineLike
 from app.paths import repo_root, reports_dir
 from app.redact import redact
-from app.retrieval.hybrid import retriever_info
 
 log = logging.getLogger(__name__)
 
@@ -456,7 +455,7 @@ async def run(
                 bad_judge_score=thresholds.bad_judge_score,
             ),
             config=config,
-            retrieval=retriever_info(factory.pipeline().retriever),
+            retrieval=factory.retriever_info(),
             unlisted_models=factory.unlisted(
                 [*factory.prompt_refs_of(parts.prompt_versions), *factory.judge_prompt_refs()]
                 if config.allow_unlisted_model
@@ -566,7 +565,7 @@ def _finished_outcome(
 def _process_record(engine: object, started: float) -> dict[str, Any]:
     stats = getattr(engine, "stats", None)
     return {
-        "engine": asdict(stats) if isinstance(stats, EngineStats) else None,
+        "engine": stats.as_dict() if isinstance(stats, EngineStats) else None,
         "duration_s": round(time.monotonic() - started, 3),
     }
 
@@ -591,7 +590,7 @@ def _summed_stats(engine: object, earlier: list[EngineStats | None]) -> EngineSt
 def _stats(engine: object) -> EngineStats | None:
     """The engine's counters; ``None`` for an engine without them (a test double)."""
     stats = getattr(engine, "stats", None)
-    return EngineStats(**asdict(stats)) if isinstance(stats, EngineStats) else None
+    return stats.copy() if isinstance(stats, EngineStats) else None
 
 
 def run_sync(config: RunConfig, **kw: Any) -> RunOutcome:

@@ -74,8 +74,12 @@ def cache_key(spec: ProviderSpec, request: ChatRequest, sample_index: int) -> st
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _encode(completion: Completion) -> str:
+def encode_completion(completion: Completion) -> str:
+    """The stored form of a completion (one JSON object)."""
     return json.dumps(asdict(completion), ensure_ascii=False, separators=(",", ":"))
+
+
+_encode = encode_completion
 
 
 def _decode(blob: str) -> Completion:

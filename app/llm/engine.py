@@ -28,7 +28,8 @@ import logging
 import random
 import sqlite3
 import time
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ from app.llm.claims import HEARTBEAT_S, POLL_FIRST_S, next_poll
 from app.llm.limits import MAX_EVENTS, Limiter
 from app.llm.pricing import cost_usd
 from app.llm.providers import Provider, create_provider
+from app.llm.recording import CallRecord, completion_digest, record_call, recording
 from app.llm.retry import RetryBudget, RetryPolicy
 from app.llm.spec import ProviderSpec, parse_provider
 from app.llm.types import ChatRequest, Completion
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Engine", "EngineConfig", "EngineStats"]
+__all__ = ["CallRecord", "Engine", "EngineConfig", "EngineStats", "recording"]
 
 THROTTLE_STATUS = frozenset({429, 529})  # 529: Anthropic "overloaded"
 
@@ -122,7 +124,13 @@ class EngineStats:
     concurrency: dict[str, Any] = field(default_factory=dict)  # Limiter.adaptation()
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """``dataclasses.asdict(self)`` (the same keys, order and copies) without its
+        generic deep-copy walk: the runner records it after every case."""
+        return {k: _plain(v) for k, v in self.__dict__.items()}
+
+    def copy(self) -> EngineStats:
+        """An independent copy (nothing shared with the live counters)."""
+        return EngineStats(**self.as_dict())
 
     @classmethod
     def summed(cls, parts: list[EngineStats]) -> EngineStats:
@@ -155,6 +163,17 @@ class EngineStats:
                 total.concurrency[endpoint] = merged
         total.cost_usd = round(total.cost_usd, 10)
         return total
+
+
+def _plain(value: Any) -> Any:
+    """A copy of a JSON-like value (dicts, lists, tuples of plain values)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    return value
 
 
 _COUNTERS = (
@@ -201,6 +220,11 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"Engine(concurrency={self.config.concurrency}, cache={self.config.cache})"
+
+    @property
+    def cache_path(self) -> Path | None:
+        """The response cache file (None with ``--no-cache``)."""
+        return self._cache.path if self._cache is not None else None
 
     async def __aenter__(self) -> Engine:
         return self
@@ -249,8 +273,41 @@ class Engine:
         self._bind_loop()
         impl = self.provider(spec)  # ConfigError (missing key) surfaces here
         if self._cache is None or not impl.cacheable:
-            return await self._call(spec, impl, request, sample_index)
+            done = await self._call(spec, impl, request, sample_index)
+            record_call(None, done)
+            return done
         key = cache_key(spec, request, sample_index)
+        completion = await self._cached_generate(spec, impl, request, sample_index, key)
+        record_call(key, completion)
+        return completion
+
+    def replay(self, calls: Sequence[CallRecord]) -> list[Completion] | None:
+        """Stand for ``calls`` recorded earlier (:func:`recording`) when every one of them
+        would be a cache hit now with the same stored completion: count them as the hits
+        they would have been and return those completions; else None (nothing counted).
+        Never with ``--no-cache`` or ``--refresh-cache`` (the provider must be asked)."""
+        if self._cache is None or self.config.refresh_cache:
+            return None
+        found: list[Completion] = []
+        for call in calls:
+            if call is None:
+                return None
+            hit = self._cache.get(call[0])
+            if hit is None or completion_digest(hit) != call[1]:
+                return None
+            found.append(hit)
+        self.stats.cache_hits += len(found)
+        return found
+
+    async def _cached_generate(
+        self,
+        spec: ProviderSpec,
+        impl: Provider,
+        request: ChatRequest,
+        sample_index: int,
+        key: str,
+    ) -> Completion:
+        assert self._cache is not None
         if not self.config.refresh_cache:
             hit = self._cache.get(key)
             if hit is not None:

@@ -33,7 +33,14 @@ from app.generation.pipeline import answer_log
 from app.generation.pipeline.assembly import Assembly, layout_for, select
 from app.generation.pipeline.citations import apply_rejection, extract_citations, is_uncertain
 from app.generation.pipeline.config import PipelineConfig
-from app.generation.pipeline.memory import Language, MemoryResult, Summarizer, SummaryMemory
+from app.generation.pipeline.memory import (
+    LANGUAGES,
+    Language,
+    MemoryResult,
+    Summarizer,
+    SummaryMemory,
+    language_of,
+)
 from app.generation.pipeline.rewrite import RewriteLLM, Rewriter, RewriteResult
 from app.generation.pipeline.safety import (
     DocumentScreen,
@@ -64,21 +71,11 @@ from app.retrieval.hybrid import make_retriever
 from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import KnowledgeBase, load_kb
 from app.retrieval.rerank import Reranker, get_reranker, merge_hits
-from app.text import has_cjk
 
 __all__ = ["Answer", "EngineLike", "Pipeline", "PipelineConfig", "Trace", "generate"]
 
 log = logging.getLogger(__name__)
 bad_case_log = logging.getLogger(answer_log.BAD_CASES_LOGGER)
-
-
-LANGUAGES: tuple[Language, ...] = ("zh", "en")
-
-
-def language_of(question: str) -> Language:
-    """The language the pipeline answers ``question`` in (it picks the rewrite and summary
-    prompts): ``zh`` when it contains CJK characters, else ``en``."""
-    return "zh" if has_cjk(question) else "en"
 
 
 @dataclass

@@ -31,6 +31,17 @@ from app.llm.tokens import TokenCounter
 from app.llm.types import Message
 
 Language = Literal["zh", "en"]
+LANGUAGES: tuple[Language, ...] = ("zh", "en")
+
+
+def language_of(question: str) -> Language:
+    """The language the pipeline answers ``question`` in (it picks the rewrite and summary
+    prompts): ``zh`` when it contains CJK characters, else ``en``."""
+    from app.text import has_cjk
+
+    return "zh" if has_cjk(question) else "en"
+
+
 # (existing_summary, new_lines) -> (new summary text, prompt version or None)
 Summarizer = Callable[[str, str], Awaitable[tuple[str, str | None]]]
 

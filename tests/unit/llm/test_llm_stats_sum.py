@@ -43,3 +43,19 @@ def test_counters_of_processes_add_up() -> None:
     assert (adapted["min"], adapted["final"], adapted["decreases"]) == (2, 8, 2)
     assert adapted["throttled_replies"] == 10 and len(adapted["events"]) == 1
     assert EngineStats.summed([]) == EngineStats()
+
+
+def test_as_dict_and_copy_are_what_dataclasses_asdict_gives_and_share_nothing() -> None:
+    import dataclasses
+
+    s = EngineStats(calls=3, cache_hits=2, cost_usd=0.125)
+    s.by_provider = {"openai:x": 3}
+    s.retry_budget = {"cap": None, "requests": 3}
+    s.concurrency = {"openai@u": {"ceiling": 8, "events": [{"t_s": 1.0, "why": ("a", "b")}]}}
+    got = s.as_dict()
+    assert got == dataclasses.asdict(s) and list(got) == list(dataclasses.asdict(s))
+    got["concurrency"]["openai@u"]["events"].append({})
+    got["by_provider"]["openai:y"] = 1
+    assert s.concurrency["openai@u"]["events"] == [{"t_s": 1.0, "why": ("a", "b")}]
+    copy = s.copy()
+    assert copy == s and copy.by_provider is not s.by_provider
