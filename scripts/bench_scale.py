@@ -109,7 +109,12 @@ def _served(url: str) -> int:
 
 
 def shifted_copy(src: Path, dest: Path) -> None:
-    """A second report of the same cases: every 7th case's judge scores one point lower."""
+    """A second report of the same cases: every 7th case's judge scores one point lower,
+    written in the layout every report of ``rag eval run`` / ``rag eval merge`` has (the
+    summary on line 1, one case per line: :func:`app.eval.report.report_chunks`)."""
+    from app.eval.records import ReportSummary
+    from app.eval.report import report_chunks
+
     data = json.loads(src.read_text(encoding="utf-8"))
     judges = {k for k, v in data["metrics"].items() if v["kind"] == "judge"}
     for i, case in enumerate(data["cases"]):
@@ -119,7 +124,12 @@ def shifted_copy(src: Path, dest: Path) -> None:
                 if value is not None:
                     case["metrics"][name]["value"] = max(1.0, value - 1.0)
     data["run_id"] = data["run_id"][:-6] + "bbbbbb"
-    dest.write_text(json.dumps(data), encoding="utf-8")
+    cases = data.pop("cases")
+    summary = ReportSummary.model_validate(data)
+    rows = lambda: (json.dumps(c, ensure_ascii=False, separators=(",", ":")) for c in cases)  # noqa: E731
+    with dest.open("wb") as fh:
+        for chunk in report_chunks(summary, rows)():
+            fh.write(chunk)
 
 
 def _load() -> str:

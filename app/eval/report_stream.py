@@ -45,10 +45,10 @@ is validated whole by :class:`ReportSummary`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 from pydantic import ValidationError
@@ -59,6 +59,8 @@ from app.limits import limit
 from app.safe_io import UnsafeInput, check_file, parse_json, read_bytes
 
 __all__ = [
+    "CompareCase",
+    "CompareScore",
     "LeanCase",
     "LeanReport",
     "LeanScore",
@@ -78,7 +80,7 @@ _HEAD_START = b'{"schema_version":"2",'  # how our writer's first line starts
 _NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 
 
-class LeanScore(msgspec.Struct, frozen=True):
+class LeanScore(msgspec.Struct, frozen=True, gc=False):
     """:class:`~app.eval.metrics.base.Score` without ``detail``."""
 
     value: float | None
@@ -88,7 +90,7 @@ class LeanScore(msgspec.Struct, frozen=True):
     n_errors: int = 0
 
 
-class LeanCase(msgspec.Struct, frozen=True):
+class LeanCase(msgspec.Struct, frozen=True, gc=False):
     """:class:`~app.eval.records.CaseResult` without ``trace`` (unknown fields ignored)."""
 
     id: str
@@ -109,13 +111,37 @@ class LeanCase(msgspec.Struct, frozen=True):
         return None if score is None else score.value
 
 
+class CompareScore(msgspec.Struct, frozen=True, gc=False):
+    """What ``rag eval compare`` reads of a :class:`~app.eval.metrics.base.Score`."""
+
+    value: float | None
+    reason: str | None = None
+
+
+class CompareCase(msgspec.Struct, frozen=True, gc=False):
+    """What ``rag eval compare`` reads of a case (≈ 2 KB of the ≈ 5 KB a LeanCase holds)."""
+
+    id: str
+    tags: list[str]
+    metrics: dict[str, CompareScore]
+    answer: str | None
+    refused: bool | None
+
+    def value(self, metric: str) -> float | None:
+        score = self.metrics.get(metric)
+        return None if score is None else score.value
+
+
+View = TypeVar("View", LeanCase, CompareCase)
+
+
 @dataclass(frozen=True)
-class LeanReport:
+class LeanReport(Generic[View]):
     """A report's typed summary and its cases' lean views (file order)."""
 
     path: Path
     summary: ReportSummary
-    cases: list[LeanCase]
+    cases: list[View]
     layout: Layout
 
 
@@ -123,7 +149,10 @@ class NotLineLayout(ReportError):
     """The file is a report, but not in the one-case-per-line layout."""
 
 
-_DECODER = msgspec.json.Decoder(LeanCase)
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {
+    LeanCase: msgspec.json.Decoder(LeanCase),
+    CompareCase: msgspec.json.Decoder(CompareCase),
+}
 _ID_ONLY = msgspec.json.Decoder(dict[str, Any])
 
 
@@ -148,7 +177,7 @@ def _where(path: Path, line_no: int | None, index: int | None, cid: str | None) 
     return at + (f" (case {cid})" if cid else "")
 
 
-def _check_reasons(case: LeanCase, where: str) -> None:
+def _check_reasons(case: LeanCase | CompareCase, where: str) -> None:
     for name, score in case.metrics.items():
         if score.value is None and not score.reason:
             raise ReportError(
@@ -192,41 +221,25 @@ def typed_case(
         raise ReportError(f"{where}: not a valid case: {problems}") from None
 
 
-def project(case: CaseResult) -> LeanCase:
-    """The lean view of a full case."""
-    return LeanCase(
-        id=case.id,
-        question=case.question,
-        tags=list(case.tags),
-        difficulty=case.difficulty,
-        expected_refusal=case.expected_refusal,
-        metrics={
-            name: LeanScore(
-                value=s.value,
-                reason=s.reason,
-                samples=None if s.samples is None else list(s.samples),
-                spread=s.spread,
-                n_errors=s.n_errors,
-            )
-            for name, s in case.metrics.items()
-        },
-        answer=case.answer,
-        refused=case.refused,
-        errors=list(case.errors),
-        red_lines=list(case.red_lines),
-        cost_usd=case.cost_usd,
-    )
+def project(case: CaseResult, view: type[View] = LeanCase) -> View:  # type: ignore[assignment]
+    """The lean view of a full case (its fields, converted: unknown ones ignored)."""
+    return msgspec.convert(case.model_dump(exclude={"trace"}), type=view)
 
 
 def decode_case(
-    raw: bytes, path: Path, line_no: int | None = None, *, index: int | None = None
-) -> LeanCase:
+    raw: bytes,
+    path: Path,
+    line_no: int | None = None,
+    *,
+    index: int | None = None,
+    view: type[View] = LeanCase,  # type: ignore[assignment]
+) -> View:
     """The lean view of one case's JSON. What the lean decoder refuses is validated by
     :class:`CaseResult` (trace dropped): accepted → projected, refused → its error."""
     try:
-        case = _DECODER.decode(raw)
+        case: View = _DECODERS[view].decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-        return project(typed_case(raw, path, line_no, index=index, traces=False))
+        return project(typed_case(raw, path, line_no, index=index, traces=False), view)
     _check_reasons(case, _where(path, line_no, index, case.id))
     return case
 
@@ -353,19 +366,19 @@ def iter_case_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     return _line_cases(path)
 
 
-def iter_cases(path: Path) -> Iterator[LeanCase]:
+def iter_cases(path: Path, view: type[View] = LeanCase) -> Iterator[View]:  # type: ignore[assignment]
     """The lean view of every case, in file order (streamed for a line-layout file)."""
     path = Path(path)
     try:
         lines = iter_case_lines(path)
     except NotLineLayout:
-        yield from load_lean(path).cases
+        yield from load_lean(path, view).cases
         return
     for line_no, raw in lines:
-        yield decode_case(raw, path, line_no)
+        yield decode_case(raw, path, line_no, view=view)
 
 
-def _unique(cases: list[LeanCase], path: Path, first_line: int | None) -> None:
+def _unique(cases: Sequence[LeanCase | CompareCase], path: Path, first_line: int | None) -> None:
     seen: set[str] = set()
     for i, case in enumerate(cases):
         if case.id in seen:
@@ -377,7 +390,7 @@ def _unique(cases: list[LeanCase], path: Path, first_line: int | None) -> None:
         seen.add(case.id)
 
 
-def _document(path: Path) -> LeanReport | None:
+def _document(path: Path, view: type[View]) -> LeanReport[View] | None:
     """Any schema-2 JSON layout, decoded as one document; None: not schema 2."""
     data = read_bytes(path, max_bytes=_max_bytes(), what="report")
     body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
@@ -399,13 +412,14 @@ def _document(path: Path) -> LeanReport | None:
         items = msgspec.json.decode(raw_cases, type=list[msgspec.Raw])
     except (UnsafeInput, msgspec.DecodeError, msgspec.ValidationError):
         return None
-    cases = [decode_case(bytes(raw), path, index=i) for i, raw in enumerate(items)]
+    cases = [decode_case(bytes(raw), path, index=i, view=view) for i, raw in enumerate(items)]
     _unique(cases, path, None)
     return LeanReport(path=path, summary=summary, cases=cases, layout="document")
 
 
-def load_lean(path: Path) -> LeanReport:
-    """The report's summary and lean cases, whatever its layout (module docstring)."""
+def load_lean(path: Path, view: type[View] = LeanCase) -> LeanReport[View]:  # type: ignore[assignment]
+    """The report's summary and lean cases (``view``: :class:`LeanCase`, or the smaller
+    :class:`CompareCase`), whatever its layout (module docstring)."""
     path = Path(path)
     try:
         head = _head(path)
@@ -413,11 +427,11 @@ def load_lean(path: Path) -> LeanReport:
         raise _not_found(path, exc) from None
     summary = _head_summary(path, head) if head is not None else None
     if summary is not None:
-        cases = [decode_case(raw, path, n) for n, raw in _line_cases(path)]
+        cases = [decode_case(raw, path, n, view=view) for n, raw in _line_cases(path)]
         _unique(cases, path, 2)
         return LeanReport(path=path, summary=summary, cases=cases, layout="lines")
     try:
-        lean = _document(path)
+        lean = _document(path, view)
     except UnsafeInput as exc:
         raise _not_found(path, exc) from None
     if lean is not None:
@@ -429,5 +443,5 @@ def load_lean(path: Path) -> LeanReport:
         {name: getattr(report, name) for name in ReportSummary.model_fields}
     )
     return LeanReport(
-        path=path, summary=summary, cases=[project(c) for c in report.cases], layout="typed"
+        path=path, summary=summary, cases=[project(c, view) for c in report.cases], layout="typed"
     )

@@ -21,9 +21,13 @@ Methods (printed in the comparison's footnote, see :data:`METHODS`):
 
 from __future__ import annotations
 
-import math
+import operator
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from app.eval import stats_dist
 
 ALPHA = 0.05
 WILCOXON_ZERO_METHOD = "wilcox"
@@ -53,8 +57,11 @@ class McNemar:
 def wilcoxon_p(base: Sequence[float], new: Sequence[float]) -> float:
     """Two-sided Wilcoxon signed-rank p-value of ``new - base``; 1.0 when nothing changed."""
     _check_paired(base, new)
-    if all(math.isclose(b, n, rel_tol=0.0, abs_tol=1e-12) for b, n in zip(base, new, strict=True)):
+    # every |new - base| ≤ 1e-12 (math.isclose(b, n, rel_tol=0, abs_tol=1e-12) for finite values)
+    if max(map(abs, map(operator.sub, new, base))) <= 1e-12:
         return 1.0
+    if len(base) > stats_dist.WILCOXON_EXACT_MAX:  # scipy's normal approximation, in Python
+        return stats_dist.wilcoxon_asymptotic_p(base, new)
     from scipy import stats
 
     res = stats.wilcoxon(new, base, zero_method=WILCOXON_ZERO_METHOD, alternative="two-sided")
@@ -69,33 +76,72 @@ def bootstrap_ci(
     seed: int = BOOTSTRAP_SEED,
     level: float = CI_LEVEL,
 ) -> tuple[float, float]:
-    """Paired bootstrap percentile CI of ``mean(new - base)`` (cases resampled together)."""
-    _check_paired(base, new)
+    """Paired bootstrap percentile CI of ``mean(new - base)`` (cases resampled together);
+    :func:`bootstrap_cis` of one pair of samples."""
+    return bootstrap_cis([(base, new)], resamples=resamples, seed=seed, level=level)[0]
+
+
+def bootstrap_cis(
+    samples: Sequence[tuple[Sequence[float], Sequence[float]]],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = CI_LEVEL,
+) -> list[tuple[float, float]]:
+    """The paired bootstrap percentile CI of ``mean(new - base)`` for each ``(base, new)``.
+
+    Differences with at most :data:`app.eval.stats.MULTINOMIAL_MAX_LEVELS` distinct values
+    (judge-score and rate differences, an unchanged metric's zeros) are resampled by level
+    counts (:func:`app.eval.stats.level_bootstrap_means`: a resample's mean drawn from a
+    multinomial — the index bootstrap's distribution, O(resamples × levels)); the others by
+    resample indices drawn once per sample size, in chunks of
+    :data:`app.eval.stats.BOOTSTRAP_CHUNK_CELLS`, and used for every sample of that size (the
+    stream :func:`app.eval.stats.bootstrap_means` draws for each of them: one seed), so memory
+    stays bounded at one chunk of indices + one of values (16 MB each)."""
     import numpy as np
 
-    from app.eval.stats import bootstrap_means
+    from app.eval.stats import BOOTSTRAP_CHUNK_CELLS, MULTINOMIAL_MAX_LEVELS, level_bootstrap_means
 
-    diffs = np.asarray(new, dtype=float) - np.asarray(base, dtype=float)
-    means = bootstrap_means(diffs, resamples=resamples, seed=seed)  # memory-bounded
     tail = (1.0 - level) / 2.0 * 100.0
-    lo, hi = np.percentile(means, [tail, 100.0 - tail])
-    return float(lo), float(hi)
+    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(samples)
+    by_size: dict[int, list[tuple[int, Any]]] = {}
+    for i, (base, new) in enumerate(samples):
+        _check_paired(base, new)
+        diffs = np.asarray(new, dtype=float) - np.asarray(base, dtype=float)
+        levels, counts = np.unique(diffs, return_counts=True)
+        if len(levels) <= MULTINOMIAL_MAX_LEVELS:
+            means = level_bootstrap_means(levels, counts, resamples=resamples, seed=seed)
+            lo, hi = np.percentile(means, [tail, 100.0 - tail])
+            out[i] = (float(lo), float(hi))
+        else:
+            by_size.setdefault(len(diffs), []).append((i, diffs))
+    for n, members in by_size.items():
+        rng = np.random.default_rng(seed)
+        rows = max(1, BOOTSTRAP_CHUNK_CELLS // n)
+        means_of = [np.empty(resamples, dtype=float) for _ in members]
+        for start in range(0, resamples, rows):
+            stop = min(resamples, start + rows)
+            idx = rng.integers(0, n, size=(stop - start, n))
+            for (_, diffs), means in zip(members, means_of, strict=True):
+                means[start:stop] = diffs[idx].mean(axis=1)
+        for (i, _), means in zip(members, means_of, strict=True):
+            lo, hi = np.percentile(means, [tail, 100.0 - tail])
+            out[i] = (float(lo), float(hi))
+    return out
 
 
 def mcnemar_exact(base: Sequence[float], new: Sequence[float]) -> McNemar:
     """Exact McNemar test on paired 0/1 values."""
     _check_paired(base, new)
-    for v in (*base, *new):
+    for v in {*base, *new}:
         if v not in (0, 1):
             raise ValueError(f"McNemar needs 0/1 values, got {v!r}")
-    up = sum(1 for b, n in zip(base, new, strict=True) if b == 0 and n == 1)
-    down = sum(1 for b, n in zip(base, new, strict=True) if b == 1 and n == 0)
+    moves = Counter(zip(base, new, strict=True))
+    up = moves[(0, 1)]  # 0.0 == 0 and 1.0 == 1 hash alike: (0.0, 1.0) is counted here
+    down = moves[(1, 0)]
     if up + down == 0:
         return McNemar(up=0, down=0, p_value=1.0)
-    from scipy import stats
-
-    p = stats.binomtest(up, up + down, 0.5, alternative="two-sided").pvalue
-    return McNemar(up=up, down=down, p_value=float(p))
+    return McNemar(up=up, down=down, p_value=stats_dist.binom_two_sided_half(up, up + down))
 
 
 def brown_forsythe_p(base: Sequence[float], new: Sequence[float]) -> float:
@@ -104,19 +150,16 @@ def brown_forsythe_p(base: Sequence[float], new: Sequence[float]) -> float:
         return 1.0
     med_b = _median(base)
     med_n = _median(new)
-    dev = [abs(v - med_b) for v in base] + [abs(v - med_n) for v in new]
-    # levene divides by the within-group spread of the deviations: all-equal deviations
-    # (e.g. both samples constant) make the statistic undefined; there is no evidence.
-    if max(dev) - min(dev) < 1e-12:
-        return 1.0
     dev_b = [abs(v - med_b) for v in base]
     dev_n = [abs(v - med_n) for v in new]
+    # levene divides by the within-group spread of the deviations: all-equal deviations
+    # (e.g. both samples constant) make the statistic undefined; there is no evidence.
+    if max(max(dev_b), max(dev_n)) - min(min(dev_b), min(dev_n)) < 1e-12:
+        return 1.0
     if _spread(dev_b) < 1e-12 and _spread(dev_n) < 1e-12:
         # each group's deviations constant but different: infinitely significant in theory
         return 0.0
-    from scipy import stats
-
-    return float(stats.levene(base, new, center="median").pvalue)
+    return stats_dist.levene_deviations_p(dev_b, dev_n)
 
 
 def _median(values: Sequence[float]) -> float:

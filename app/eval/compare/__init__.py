@@ -21,11 +21,19 @@ The package: :mod:`.rows` (pairing, statistics and the verdict rules; the tests 
 are :mod:`app.eval.stats_tests`), :mod:`.rulers` (what makes two reports incomparable, and
 their labels), :mod:`.table` (the result records) and :mod:`.render` (markdown);
 :meth:`Comparison.to_markdown` and :meth:`Comparison.to_dict` are the two output formats
-(``rag eval compare --format``). Reports are read with :func:`app.eval.report.load_report`.
+(``rag eval compare --format``).
+
+The comparison reads a report's summary (:class:`~app.eval.records.ReportSummary`) and, of
+each case, its id, tags, refused flag, answer and metric values (:class:`.rows.CaseView`):
+:func:`compare_reports` takes two loaded :class:`~app.eval.records.Report`,
+:func:`compare_views` a summary and case views each, and :func:`compare_files` reads the files
+with the lean reader (:func:`app.eval.report_stream.load_lean`: one line at a time, no trace,
+no typed metric detail) — the same comparison as of the full typed reports (tested).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from app.errors import ReportError
@@ -36,17 +44,19 @@ from app.eval.compare.rows import (
     REFUSAL_RATE,
     REFUSAL_RATE_SPEC,
     REVIEW_WHEN_UP,
+    CaseView,
+    Pair,
     cases_by_id,
+    metric_cis,
+    metric_pairs_of,
     metric_row,
     missing_row,
-    pairs,
     refusal_pairs,
     tag_regressions,
 )
 from app.eval.compare.rulers import judge_desc, prompt_labels, ruler_differences
 from app.eval.compare.table import LABEL, SYMBOL, Comparison, MetricDelta, TagRegression, Verdict
-from app.eval.records import Report
-from app.eval.report import load_report
+from app.eval.records import MetricInfo, Report, ReportSummary
 
 __all__ = [
     "COST_GROUPS",
@@ -61,6 +71,7 @@ __all__ = [
     "Verdict",
     "compare_files",
     "compare_reports",
+    "compare_views",
     "ruler_differences",
 ]
 
@@ -75,6 +86,30 @@ def compare_reports(
     alpha: float = stats_tests.ALPHA,
 ) -> Comparison:
     """Compare two loaded reports (see the module docstring for the rules)."""
+    return compare_views(
+        base,
+        base.cases,
+        new,
+        new.cases,
+        base_name=base_name,
+        new_name=new_name,
+        allow_ruler_change=allow_ruler_change,
+        alpha=alpha,
+    )
+
+
+def compare_views(
+    base: ReportSummary,
+    base_list: Sequence[CaseView],
+    new: ReportSummary,
+    new_list: Sequence[CaseView],
+    *,
+    base_name: str = "base",
+    new_name: str = "new",
+    allow_ruler_change: bool = False,
+    alpha: float = stats_tests.ALPHA,
+) -> Comparison:
+    """Compare two reports given as summary + case views (ids unique within each)."""
     diffs = ruler_differences(base, new)
     if diffs and not allow_ruler_change:
         raise ReportError(
@@ -83,7 +118,7 @@ def compare_reports(
             f"{judge_desc(new)}. Differences: " + "; ".join(diffs) + ". Re-run both with the "
             "same judge and dataset, or pass --allow-ruler-change to compare anyway."
         )
-    base_cases, new_cases = cases_by_id(base), cases_by_id(new)
+    base_cases, new_cases = cases_by_id(base_list), cases_by_id(new_list)
     paired_ids = [cid for cid in base_cases if cid in new_cases]
     unpaired_base = tuple(cid for cid in base_cases if cid not in new_cases)
     unpaired_new = tuple(cid for cid in new_cases if cid not in base_cases)
@@ -92,20 +127,33 @@ def compare_reports(
             f"{base_name} and {new_name} share no case id; were they run on the same suite?"
         )
 
-    rows: list[MetricDelta] = []
-    tags: list[TagRegression] = []
+    # every metric's pairs first: the bootstrap CIs are drawn together (one index draw per
+    # number of pairs, as each metric's own draw would be: the same CIs)
+    # (metric, spec, pairs or None when only one report has it, derived from refused flags)
+    planned: list[tuple[str, MetricInfo, list[Pair] | None, bool]] = []
+    base_metrics = [base_cases[c].metrics for c in paired_ids]
+    new_metrics = [new_cases[c].metrics for c in paired_ids]
     for metric in [*base.metrics, *(m for m in new.metrics if m not in base.metrics)]:
         spec = base.metrics.get(metric) or new.metrics[metric]
         if metric not in base.metrics or metric not in new.metrics:
-            rows.append(missing_row(metric, spec, "new" if metric not in base.metrics else "base"))
-            continue
-        metric_pairs = pairs(base_cases, new_cases, paired_ids, metric)
-        rows.append(metric_row(metric, spec, metric_pairs, alpha))
-        tags.extend(tag_regressions(metric, spec, metric_pairs, base_cases, alpha))
+            planned.append((metric, spec, None, False))
+        else:
+            mp = metric_pairs_of(paired_ids, base_metrics, new_metrics, metric)
+            planned.append((metric, spec, mp, False))
     if REFUSAL_RATE not in base.metrics and REFUSAL_RATE not in new.metrics:
         refusals = refusal_pairs(base_cases, new_cases, paired_ids)
         if refusals:
-            rows.append(metric_row(REFUSAL_RATE, REFUSAL_RATE_SPEC, refusals, alpha))
+            planned.append((REFUSAL_RATE, REFUSAL_RATE_SPEC, refusals, True))
+    cis = metric_cis([(m, spec, mp) for m, spec, mp, _ in planned if mp is not None])
+    rows: list[MetricDelta] = []
+    tags: list[TagRegression] = []
+    for metric, spec, metric_pairs, derived in planned:
+        if metric_pairs is None:
+            rows.append(missing_row(metric, spec, "new" if metric not in base.metrics else "base"))
+            continue
+        rows.append(metric_row(metric, spec, metric_pairs, alpha, cis))
+        if not derived:  # the derived refusal rate has no tag breakdown
+            tags.extend(tag_regressions(metric, spec, metric_pairs, base_cases, alpha))
     notes = [
         f"{name} is a partial run: only its finished cases are compared."
         for report, name in ((base, base_name), (new, new_name))
@@ -134,8 +182,8 @@ def compare_reports(
         tag_regressions=tuple(tags),
         notes=tuple(notes),
         answers=answer_delta(
-            _answers_view(base),
-            _answers_view(new),
+            _answers_view(base, base_list),
+            _answers_view(new, new_list),
             paired_ids,
             base_name,
             new_name,
@@ -144,22 +192,29 @@ def compare_reports(
     )
 
 
-def _answers_view(report: Report) -> dict[str, object]:
+def _answers_view(summary: ReportSummary, cases: Sequence[CaseView]) -> dict[str, object]:
     """What :func:`answer_delta` reads of a report (its meta, each case's id and answer),
     without dumping every case's trace and metrics (seconds and ~1 GB at 10,000 cases)."""
     return {
-        "meta": report.meta.model_dump(mode="json"),
-        "cases": [{"id": c.id, "answer": c.answer} for c in report.cases],
+        "meta": summary.meta.model_dump(mode="json"),
+        "cases": [{"id": c.id, "answer": c.answer} for c in cases],
     }
 
 
 def compare_files(
     base: Path, new: Path, *, allow_ruler_change: bool = False, alpha: float = stats_tests.ALPHA
 ) -> Comparison:
-    """:func:`compare_reports` of two report files (read with the one typed loader)."""
-    return compare_reports(
-        load_report(base, traces=False),
-        load_report(new, traces=False),
+    """:func:`compare_views` of two report files read with the lean reader
+    (:func:`app.eval.report_stream.load_lean`); the same comparison as of the full reports."""
+    from app.eval.report_stream import CompareCase, load_lean
+
+    b = load_lean(base, CompareCase)
+    n = load_lean(new, CompareCase)
+    return compare_views(
+        b.summary,
+        b.cases,
+        n.summary,
+        n.cases,
         base_name=str(base),
         new_name=str(new),
         allow_ruler_change=allow_ruler_change,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Protocol, TypeVar
 
 from app.eval import stats_tests
 from app.eval.compare.render import fmt_ids, fmt_p
 from app.eval.compare.table import MetricDelta, TagRegression, Verdict
-from app.eval.records import CaseResult, MetricInfo, Report
+from app.eval.records import MetricInfo
 
 # Metrics where "up" needs a human even when it is not significant (seed 004 §4.2: 拒答率 ⚠️).
 REVIEW_WHEN_UP = ("refusal",)
@@ -27,32 +28,87 @@ REFUSAL_RATE_SPEC = MetricInfo(
 COST_GROUPS = ("cost",)
 
 Pair = tuple[str, float, float]  # case id, base value, new value
+CI = tuple[float, float]
 _SIGN = {"higher": 1.0, "lower": -1.0}
 
 
-def cases_by_id(report: Report) -> dict[str, CaseResult]:
-    """The report's cases by id (the report's model guarantees the ids are unique)."""
-    return {case.id: case for case in report.cases}
+class ScoreView(Protocol):
+    @property
+    def value(self) -> float | None: ...
+
+
+class CaseView(Protocol):
+    """What a comparison reads of a case: a :class:`~app.eval.records.CaseResult` or the
+    lean :class:`~app.eval.report_stream.LeanCase`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def tags(self) -> list[str]: ...
+    @property
+    def answer(self) -> str | None: ...
+    @property
+    def refused(self) -> bool | None: ...
+    @property
+    def metrics(self) -> Mapping[str, ScoreView]: ...
+
+
+C = TypeVar("C", bound=CaseView)
+
+
+def cases_by_id(cases: Sequence[C]) -> dict[str, C]:
+    """The cases by id (both readers guarantee the ids are unique)."""
+    return {case.id: case for case in cases}
 
 
 def pairs(
-    base_cases: Mapping[str, CaseResult],
-    new_cases: Mapping[str, CaseResult],
+    base_cases: Mapping[str, CaseView],
+    new_cases: Mapping[str, CaseView],
     ids: Sequence[str],
     metric: str,
 ) -> list[Pair]:
     """``(id, base, new)`` for every case with a defined value in both reports."""
+    return metric_pairs_of(
+        ids, [base_cases[c].metrics for c in ids], [new_cases[c].metrics for c in ids], metric
+    )
+
+
+def metric_pairs_of(
+    ids: Sequence[str],
+    base_metrics: Sequence[Mapping[str, ScoreView]],
+    new_metrics: Sequence[Mapping[str, ScoreView]],
+    metric: str,
+) -> list[Pair]:
+    """:func:`pairs` from the paired cases' metric maps (in ``ids`` order, looked up once
+    for all metrics)."""
+    try:  # the usual report: every case lists every metric (null with a reason if undefined)
+        bv = [m[metric].value for m in base_metrics]
+        nv = [m[metric].value for m in new_metrics]
+    except KeyError:
+        pass
+    else:
+        return [
+            (cid, b, n)
+            for cid, b, n in zip(ids, bv, nv, strict=True)
+            if b is not None and n is not None
+        ]
     out: list[Pair] = []
-    for cid in ids:
-        b, n = base_cases[cid].value(metric), new_cases[cid].value(metric)
+    for cid, bm, nm in zip(ids, base_metrics, new_metrics, strict=True):
+        bs = bm.get(metric)
+        if bs is None:
+            continue
+        ns = nm.get(metric)
+        if ns is None:
+            continue
+        b, n = bs.value, ns.value
         if b is not None and n is not None:
             out.append((cid, b, n))
     return out
 
 
 def refusal_pairs(
-    base_cases: Mapping[str, CaseResult],
-    new_cases: Mapping[str, CaseResult],
+    base_cases: Mapping[str, CaseView],
+    new_cases: Mapping[str, CaseView],
     ids: Sequence[str],
 ) -> list[Pair]:
     out: list[Pair] = []
@@ -71,7 +127,7 @@ def _std(values: Sequence[float]) -> float:
     if len(values) < 2:
         return 0.0
     m = _mean(values)
-    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+    return math.sqrt(sum([(v - m) ** 2 for v in values]) / (len(values) - 1))
 
 
 def missing_row(
@@ -103,17 +159,32 @@ def missing_row(
     )
 
 
+def metric_cis(planned: Sequence[tuple[str, MetricInfo, Sequence[Pair]]]) -> dict[str, CI]:
+    """The paired bootstrap CI of every continuous metric, by metric name, drawn together
+    (:func:`app.eval.stats_tests.bootstrap_cis`: the CIs each metric's own draw gives)."""
+    continuous = [(m, mp) for m, spec, mp in planned if spec.scale != "binary" and mp]
+    cis = stats_tests.bootstrap_cis(
+        [([b for _, b, _ in mp], [n for _, _, n in mp]) for _, mp in continuous]
+    )
+    return {m: ci for (m, _), ci in zip(continuous, cis, strict=True)}
+
+
 def metric_row(
-    metric: str, spec: MetricInfo, metric_pairs: Sequence[Pair], alpha: float
+    metric: str,
+    spec: MetricInfo,
+    metric_pairs: Sequence[Pair],
+    alpha: float,
+    cis: Mapping[str, CI] | None = None,
 ) -> MetricDelta:
-    """One row: the paired Δ, the test for the metric's scale, and the verdict."""
+    """One row: the paired Δ, the test for the metric's scale, and the verdict
+    (``cis``: the CIs :func:`metric_cis` drew; else this row's own draw)."""
     if not metric_pairs:
         return missing_row(metric, spec, "neither", "no_data", "no case has a value in both")
     base_v = [b for _, b, _ in metric_pairs]
     new_v = [n for _, _, n in metric_pairs]
     bmean, nmean = _mean(base_v), _mean(new_v)
     delta = nmean - bmean
-    ci: tuple[float, float] | None = None
+    ci: CI | None = None
     discordant: tuple[int, int] | None = None
     variance_p: float | None = None
     if spec.scale == "binary":
@@ -121,7 +192,8 @@ def metric_row(
         test, p, discordant = "mcnemar", mc.p_value, (mc.up, mc.down)
     else:
         test, p = "wilcoxon", stats_tests.wilcoxon_p(base_v, new_v)
-        ci = stats_tests.bootstrap_ci(base_v, new_v)
+        known = cis.get(metric) if cis is not None else None
+        ci = known if known is not None else stats_tests.bootstrap_ci(base_v, new_v)
         variance_p = stats_tests.brown_forsythe_p(base_v, new_v)
     bstd, nstd = _std(base_v), _std(new_v)
     verdict, reasons, final = _verdict(metric, spec, metric_pairs, alpha, p, delta, nmean)
@@ -191,13 +263,15 @@ def tag_regressions(
     metric: str,
     spec: MetricInfo,
     metric_pairs: Sequence[Pair],
-    base_cases: Mapping[str, CaseResult],
+    base_cases: Mapping[str, CaseView],
     alpha: float,
 ) -> list[TagRegression]:
     """Per tag of the base cases: the metric got worse there (significant or not)."""
     sign = _SIGN.get(spec.direction, 0.0)
     if sign == 0.0 or spec.group in COST_GROUPS:
         return []
+    if all(b == n for _, b, n in metric_pairs):
+        return []  # every tag's Δ is exactly 0: none got worse
     by_tag: dict[str, list[Pair]] = {}
     for pair in metric_pairs:
         for tag in base_cases[pair[0]].tags:

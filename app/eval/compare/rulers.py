@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.eval.records import PromptRef, Report
+from app.eval.records import PromptRef, ReportSummary
 
 
-def judge_name(report: Report) -> str:
+def judge_name(report: ReportSummary) -> str:
     return report.meta.judge.provider or "no judge"
 
 
-def judge_desc(report: Report) -> str:
+def judge_desc(report: ReportSummary) -> str:
     prompts = report.meta.judge.prompts
     versions = ", ".join(
         f"{p.version} {(p.hash or '')[:19]}".strip() for _, p in sorted(prompts.items())
@@ -23,7 +23,7 @@ def _ref(ref: PromptRef) -> str:
     return f"{ref.version} ({ref.hash})"
 
 
-def ruler_differences(base: Report, new: Report) -> list[str]:
+def ruler_differences(base: ReportSummary, new: ReportSummary) -> list[str]:
     """What makes the two reports incomparable: judge model, judge prompts, datasets."""
     out: list[str] = []
     bj, nj = base.meta.judge, new.meta.judge
@@ -51,7 +51,9 @@ def ruler_differences(base: Report, new: Report) -> list[str]:
     return out
 
 
-def prompt_labels(base: Report, new: Report, base_path: str, new_path: str) -> tuple[str, str]:
+def prompt_labels(
+    base: ReportSummary, new: ReportSummary, base_path: str, new_path: str
+) -> tuple[str, str]:
     """``(base label, new label)``: the prompt versions that differ, else the run ids."""
     bp, np_ = base.meta.prompts, new.meta.prompts
 
@@ -61,7 +63,7 @@ def prompt_labels(base: Report, new: Report, base_path: str, new_path: str) -> t
 
     differ = [pid for pid in sorted(set(bp) | set(np_)) if hash_of(bp, pid) != hash_of(np_, pid)]
 
-    def label(report: Report, prompts: dict[str, PromptRef], path: str) -> str:
+    def label(report: ReportSummary, prompts: dict[str, PromptRef], path: str) -> str:
         run = report.run_id or Path(path).name
         versions = [prompts[pid].version if pid in prompts else f"{pid}: absent" for pid in differ]
         return f"{', '.join(versions)} (run {run})" if versions else f"run {run}"

@@ -88,8 +88,9 @@ def test_a_non_numeric_metric_value_is_refused_with_the_case(make_report, write_
     res = CliRunner().invoke(compare, [str(a), str(b)])
     assert isinstance(res.exception, ReportError)
     message = str(res.exception)
-    assert message.startswith(f"{b}: not a valid schema_version 2 report")
-    assert "cases/1 (kb-002)/metrics/faithfulness/value: Input should be a valid number" in message
+    # the file, the case (index and id), the field, the problem and the value found
+    assert message.startswith(f"{b}: cases[1] (case kb-002): not a valid case")
+    assert "metrics/faithfulness/value: Input should be a valid number" in message
     assert "(got 'abc')" in message
 
 

@@ -26,13 +26,56 @@ def _paired(n: int, seed: int) -> tuple[list[float], list[float]]:
     return base.tolist(), new.tolist()
 
 
+def _continuous(n: int, seed: int) -> tuple[list[float], list[float]]:
+    rng = np.random.default_rng(seed)
+    base = rng.normal(0.6, 0.2, size=n)
+    return base.tolist(), (base + rng.normal(0.03, 0.1, size=n)).tolist()
+
+
 def test_chunked_draws_equal_one_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
-    base, new = _paired(501, seed=3)
+    base, new = _continuous(501, seed=3)  # > 64 distinct differences: index resampling
     diffs = np.asarray(new) - np.asarray(base)
+    assert len(np.unique(diffs)) > stats.MULTINOMIAL_MAX_LEVELS
     # 3 resample rows per chunk: 667 chunks, the last one short
     monkeypatch.setattr(stats, "BOOTSTRAP_CHUNK_CELLS", 3 * 501 + 7)
     got = stats_tests.bootstrap_ci(base, new, resamples=2000, seed=11)
     assert got == _one_matrix_ci(diffs, 2000, 11)
+
+
+def test_cis_drawn_together_are_each_samples_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare draws the CIs of all metrics at once (indices shared per sample size): each
+    CI is the one its own call gives, for index- and level-resampled samples alike."""
+    monkeypatch.setattr(stats, "BOOTSTRAP_CHUNK_CELLS", 7 * 400)
+    samples = [_continuous(400, 1), _paired(400, 2), _continuous(400, 3), _continuous(250, 4)]
+    samples.append(([1.0] * 400, [1.0] * 400))  # an unchanged metric: (0, 0)
+    together = stats_tests.bootstrap_cis(samples)
+    assert together == [stats_tests.bootstrap_ci(b, n) for b, n in samples]
+    assert together[-1] == (0.0, 0.0)
+    for (b, n), ci in zip(samples[:4], together[:4], strict=True):
+        diffs = np.asarray(n) - np.asarray(b)
+        if len(np.unique(diffs)) > stats.MULTINOMIAL_MAX_LEVELS:
+            assert ci == _one_matrix_ci(diffs, 2000, 0)
+
+
+def test_paired_level_ci_agrees_with_scipy() -> None:
+    """Judge-score differences (few levels) are resampled by level counts: the CI agrees
+    with scipy.stats.bootstrap (percentile) within 4 Monte-Carlo standard errors."""
+    base, new = _paired(3000, seed=5)
+    diffs = np.asarray(new) - np.asarray(base)
+    assert len(np.unique(diffs)) <= stats.MULTINOMIAL_MAX_LEVELS
+    lo, hi = stats_tests.bootstrap_ci(base, new)
+    ref = sps.bootstrap(
+        (diffs,),
+        np.mean,
+        n_resamples=20_000,
+        confidence_level=0.95,
+        method="percentile",
+        random_state=np.random.default_rng(77),
+    ).confidence_interval
+    sd_boot = float(diffs.std(ddof=1)) / math.sqrt(len(diffs))
+    se = math.sqrt(0.025 * 0.975 / 2000) / 0.05844 * sd_boot
+    assert abs(lo - ref.low) < 4 * se and abs(hi - ref.high) < 4 * se, (lo, hi, ref)
+    assert lo < float(diffs.mean()) < hi
 
 
 def test_memory_is_bounded() -> None:
@@ -42,7 +85,7 @@ def test_memory_is_bounded() -> None:
 
 
 def test_ci_agrees_with_scipy_within_monte_carlo_error() -> None:
-    base, new = _paired(400, seed=7)
+    base, new = _continuous(400, seed=7)
     diffs = np.asarray(new) - np.asarray(base)
     lo, hi = stats_tests.bootstrap_ci(base, new, resamples=2000, seed=0)
     ref = sps.bootstrap(

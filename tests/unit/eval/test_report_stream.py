@@ -18,6 +18,8 @@ from app.eval.metrics.base import Score
 from app.eval.records import CaseResult, ReportSummary
 from app.eval.report import load_report
 from app.eval.report_stream import (
+    CompareCase,
+    CompareScore,
     LeanCase,
     LeanScore,
     NotLineLayout,
@@ -37,7 +39,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 def _norm(tp: Any) -> Any:
     """A type with Annotated stripped and the lean structs named as their pydantic models."""
-    if tp is LeanScore:
+    if tp in (LeanScore, CompareScore):
         return Score
     if typing.get_origin(tp) is typing.Annotated:
         return _norm(typing.get_args(tp)[0])
@@ -52,7 +54,17 @@ def _norm(tp: Any) -> Any:
 
 @pytest.mark.parametrize(
     ("lean", "model", "left_out"),
-    [(LeanCase, CaseResult, {"trace"}), (LeanScore, Score, {"detail"})],
+    [
+        (LeanCase, CaseResult, {"trace"}),
+        (LeanScore, Score, {"detail"}),
+        (
+            CompareCase,
+            CaseResult,
+            {"question", "difficulty", "expected_refusal", "trace", "errors", "red_lines"}
+            | {"cost_usd"},
+        ),
+        (CompareScore, Score, {"samples", "spread", "n_errors", "detail"}),
+    ],
 )
 def test_lean_views_are_the_models_fields(lean: Any, model: Any, left_out: set[str]) -> None:
     hints = typing.get_type_hints(lean, include_extras=True)
@@ -103,6 +115,9 @@ def test_a_run_report_is_streamed_and_equals_the_full_load(run_report: Path) -> 
     assert lean.summary.model_dump() == summary
     assert lean.cases == cases
     assert list(iter_cases(run_report)) == cases
+    small = load_lean(run_report, CompareCase)
+    assert small.cases == [project(c, CompareCase) for c in load_report(run_report).cases]
+    assert [c.answer for c in small.cases] == [c.answer for c in cases]
     assert read_summary(run_report).model_dump() == summary
     lines = list(iter_case_lines(run_report))
     assert [n for n, _ in lines] == list(range(2, 10))
