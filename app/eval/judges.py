@@ -20,11 +20,9 @@ import asyncio
 import fnmatch
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from app.errors import ConfigError, JudgeParseError, ProviderError
 from app.eval.judge_table import JudgeInput, JudgeMetric
@@ -76,9 +74,8 @@ class Renderer(Protocol):
     ) -> RenderedPrompt: ...
 
 
-class JudgeSample(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+@dataclass(frozen=True, slots=True)
+class JudgeSample:
     index: int
     score: float | None
     reasoning: str | None = None
@@ -246,10 +243,23 @@ async def run_judge(
         purpose="judge",
         metadata={**(metadata or {}), "judge_metric": metric},
     )
-    samples = await asyncio.gather(
-        *(judge_sample(engine, config.model, request, i) for i in range(config.samples))
+    samples = await gather(
+        (judge_sample(engine, config.model, request, i) for i in range(config.samples)),
+        one_by_one=parse_provider(config.model).offline,
     )
     return aggregate(samples, prompt.qualified_version)
+
+
+T = TypeVar("T")
+
+
+async def gather(aws: Iterable[Awaitable[T]], *, one_by_one: bool) -> list[T]:
+    """``asyncio.gather`` of ``aws``, or with ``one_by_one`` each awaited in turn: an offline
+    judge computes in this process with nothing to wait for, so tasks to overlap its calls
+    would only add their cost (the results and their order are the same either way)."""
+    if one_by_one:
+        return [await aw for aw in aws]
+    return list(await asyncio.gather(*aws))
 
 
 async def score_judge(

@@ -35,7 +35,7 @@ from app.eval.checkpoint import Checkpoint
 from app.eval.config import RunConfig, parse_shard
 from app.eval.datasets import Case, Suite, load_dataset_file, load_suite
 from app.eval.judge_table import JudgeInput, judge, judge_table
-from app.eval.judges import JudgeConfig, check_judge, score_judge
+from app.eval.judges import JudgeConfig, check_judge, gather, score_judge
 from app.eval.metrics.base import MetricContext, Score
 from app.eval.metrics.generation import REWRITE_EQUIVALENCE, rewrite_matches
 from app.eval.metrics.registry import score_case, select_metrics, specs
@@ -246,7 +246,7 @@ async def evaluate_case(
                 tasks[REWRITE_EQUIVALENCE] = score_judge(
                     engine, jcfg, judge("correctness"), equivalence, factory.render
                 )
-        done = await asyncio.gather(*tasks.values())
+        done = await gather(tasks.values(), one_by_one=parse_provider(config.judge).offline)
         judge_scores = dict(zip(tasks, done, strict=True))
         judge_cost = sum(float(s.detail.get("cost_usd", 0.0)) for s in done)
         for name, score in judge_scores.items():

@@ -156,9 +156,9 @@ class ReferenceJudgeProvider(Provider):
 
     The verdict is a pure function of the request, so the last :data:`RECENT` completions
     are kept by the request's content: a case's 2nd and 3rd sample are not recomputed. The
-    samples of one metric are one :class:`ChatRequest` object (frozen) asked back to back,
-    so the request last answered is recognised by identity before its content is
-    serialised for the lookup."""
+    samples of one metric are one :class:`ChatRequest` object (frozen), so a request asked
+    again is first looked up by identity (the object is held while kept, so its id is not
+    reused) before its content is serialised for the lookup."""
 
     family = "offline"
     cacheable = False
@@ -166,12 +166,12 @@ class ReferenceJudgeProvider(Provider):
     def __init__(self, spec: ProviderSpec) -> None:
         super().__init__(spec)
         self._recent: OrderedDict[str, Completion] = OrderedDict()
-        self._last: tuple[ChatRequest, str, Completion] | None = None
+        self._asked: OrderedDict[tuple[int, str], tuple[ChatRequest, Completion]] = OrderedDict()
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
-        last = self._last
-        if last is not None and last[0] is request and last[1] == model:
-            return last[2]
+        asked = self._asked.get((id(request), model))
+        if asked is not None and asked[0] is request:
+            return asked[1]
         payload = payload_json(request)
         key = f"{model}\n{payload}"
         done = self._recent.get(key)
@@ -184,5 +184,7 @@ class ReferenceJudgeProvider(Provider):
             self._recent[key] = done
             if len(self._recent) > RECENT:
                 self._recent.popitem(last=False)
-        self._last = (request, model, done)
+        self._asked[(id(request), model)] = (request, done)
+        if len(self._asked) > RECENT:
+            self._asked.popitem(last=False)
         return done
