@@ -5,12 +5,13 @@ Importing ``scipy.stats`` costs ≈ 1 s of CPU and ≈ 70 MB of memory: more tha
 the p-values are scipy's to rounding (tests/unit/compare/test_stats_dist.py checks them
 against scipy on random and tied samples):
 
-* :func:`wilcoxon_asymptotic_p` — ``scipy.stats.wilcoxon(new, base, zero_method="wilcox")``
-  as scipy computes it for more than 50 pairs (``method="auto"`` → the normal approximation
-  with the tie correction of the variance, no continuity correction): zero differences
-  dropped, average ranks of ``|d|``, ``z = (R+ − n(n+1)/4) / σ``, ``p = 2·Φ(−|z|)``. For
-  50 pairs or fewer scipy uses the exact or a permutation distribution: the caller uses
-  scipy there.
+* :func:`wilcoxon_p` — ``scipy.stats.wilcoxon(new, base, zero_method="wilcox")`` with
+  scipy's ``method="auto"``: for more than 50 pairs (or more than 13 with ties or zero
+  differences) the normal approximation with the tie correction of the variance, no
+  continuity correction (zero differences dropped, average ranks of ``|d|``,
+  ``z = (R+ − n(n+1)/4) / σ``, ``p = 2·Φ(−|z|)``); without ties or zeros up to 50 pairs the
+  exact distribution of R+; with them up to 13 pairs the exact distribution over all 2ⁿ sign
+  flips (scipy's permutation test enumerates them) — both counted exactly in integers.
 * :func:`levene_median_p` — ``scipy.stats.levene(base, new, center="median")``
   (Brown–Forsythe): the F statistic of the absolute deviations from each sample's median,
   ``p = F.sf(W; 1, N − 2)`` through the regularized incomplete beta function
@@ -33,9 +34,11 @@ __all__ = [
     "levene_median_p",
     "normal_two_sided_p",
     "wilcoxon_asymptotic_p",
+    "wilcoxon_p",
 ]
 
 WILCOXON_EXACT_MAX = 50  # scipy's method="auto": exact/permutation up to this many pairs
+WILCOXON_PERMUTATION_MAX = 13  # … with ties or zero differences: all 2ⁿ sign flips up to this
 _SQRT1_2 = math.sqrt(0.5)
 
 
@@ -47,16 +50,17 @@ def normal_two_sided_p(z: float) -> float:
     return math.erfc(x)  # 2 * (0.5 * erfc(x))
 
 
-def wilcoxon_asymptotic_p(base: Sequence[float], new: Sequence[float]) -> float:
-    """The two-sided Wilcoxon signed-rank p-value of ``new − base`` by the normal
-    approximation (see the module docstring); NaN when no difference is non-zero."""
+def _signed_ranks(
+    base: Sequence[float], new: Sequence[float]
+) -> tuple[list[tuple[float, bool]], int, bool, float]:
+    """``([(average rank of |d|, d > 0)] of the non-zero differences, zeros, ties?,
+    Σ(t³ − t) over the tie groups)`` of ``d = new − base``."""
     diffs = [n - b for b, n in zip(base, new, strict=True)]
     nonzero = sorted((abs(d), d > 0) for d in diffs if d != 0)
     count = len(nonzero)
-    if count == 0:
-        return math.nan
-    r_plus = 0.0
+    ranked: list[tuple[float, bool]] = []
     tie_correct = 0.0
+    ties = False
     i = 0
     while i < count:
         j = i
@@ -64,18 +68,84 @@ def wilcoxon_asymptotic_p(base: Sequence[float], new: Sequence[float]) -> float:
         while j + 1 < count and nonzero[j + 1][0] == value:
             j += 1
         t = j - i + 1
+        ties = ties or t > 1
         rank = (i + 1 + j + 1) / 2.0  # the average of ranks i+1 … j+1
-        positive = sum(1 for k in range(i, j + 1) if nonzero[k][1])
-        r_plus += rank * positive
+        ranked.extend((rank, nonzero[k][1]) for k in range(i, j + 1))
         tie_correct += float(t**3 - t)
         i = j + 1
-    c = float(count)
+    return ranked, len(diffs) - count, ties, tie_correct
+
+
+def wilcoxon_p(base: Sequence[float], new: Sequence[float]) -> float:
+    """``scipy.stats.wilcoxon(new, base, zero_method="wilcox").pvalue`` (two-sided, scipy's
+    ``method="auto"``): more than 50 pairs, or more than 13 with ties or zero differences →
+    the normal approximation; no ties and no zeros → the exact distribution of R+; else
+    (≤ 13 pairs) the exact sign-flip permutation distribution scipy enumerates. NaN when no
+    difference is non-zero."""
+    ranked, zeros, ties, tie_correct = _signed_ranks(base, new)
+    n = len(base)
+    if not ranked:
+        return math.nan
+    if n > WILCOXON_EXACT_MAX or ((ties or zeros) and n > WILCOXON_PERMUTATION_MAX):
+        return _asymptotic(ranked, tie_correct)
+    r_plus = sum(r for r, positive in ranked if positive)
+    if not ties and not zeros:
+        return _exact(n, r_plus)
+    return _permutation(ranked, r_plus)
+
+
+def wilcoxon_asymptotic_p(base: Sequence[float], new: Sequence[float]) -> float:
+    """The two-sided Wilcoxon signed-rank p-value of ``new − base`` by the normal
+    approximation with the tie correction (what scipy uses for more than 50 pairs)."""
+    ranked, _, _, tie_correct = _signed_ranks(base, new)
+    return _asymptotic(ranked, tie_correct) if ranked else math.nan
+
+
+def _asymptotic(ranked: list[tuple[float, bool]], tie_correct: float) -> float:
+    r_plus = 0.0
+    for rank, positive in ranked:
+        if positive:
+            r_plus += rank
+    c = float(len(ranked))
     mn = c * (c + 1.0) * 0.25
     se = c * (c + 1.0) * (2.0 * c + 1.0)
     se = math.sqrt((se - tie_correct / 2) / 24)
     if se == 0.0:
         return math.nan
     return normal_two_sided_p((r_plus - mn) / se)
+
+
+def _subset_sum_counts(weights: Sequence[int]) -> list[int]:
+    """``counts[s]`` = the number of subsets of ``weights`` summing to ``s``."""
+    counts = [1]
+    for w in weights:
+        grown = counts + [0] * w
+        for s, c in enumerate(counts):
+            grown[s + w] += c
+        counts = grown
+    return counts
+
+
+def _exact(n: int, r_plus: float) -> float:
+    """Ranks 1…n, each sign equally likely: ``2 · min(P(R+ ≥ ⌊T⌋), P(R+ ≤ ⌈T⌉))``."""
+    counts = _subset_sum_counts(range(1, n + 1))
+    total = 1 << n
+    sf = sum(counts[math.floor(r_plus) :]) / total
+    cdf = sum(counts[: math.ceil(r_plus) + 1]) / total
+    return min(1.0, 2 * min(sf, cdf))
+
+
+def _permutation(ranked: list[tuple[float, bool]], r_plus: float) -> float:
+    """Every sign flip of the non-zero differences (zero ones change nothing): the share
+    of flips whose R+ is ≤ / ≥ the observed one, two-sided (scipy's permutation_test with
+    all 2ⁿ flips; ranks are multiples of ½, so the sums are counted in halves, exactly)."""
+    halves = [round(2 * r) for r, _ in ranked]
+    counts = _subset_sum_counts(halves)
+    observed = round(2 * r_plus)
+    total = 1 << len(halves)
+    less = sum(counts[: observed + 1]) / total
+    greater = sum(counts[observed:]) / total
+    return min(1.0, 2 * min(less, greater))
 
 
 def _median(values: Sequence[float]) -> float:

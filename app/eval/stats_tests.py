@@ -1,8 +1,11 @@
 """Paired significance tests used by :mod:`app.eval.compare`.
 
 Every function takes the per-case values of the *same* cases in the base and the new
-report, in the same order (pairing by case id is the caller's job). scipy and numpy are
-imported inside the functions so that ``rag --help`` never pays for them.
+report, in the same order (pairing by case id is the caller's job). numpy is imported
+inside the functions so that ``rag --help`` never pays for it. The tests are scipy's
+(``scipy.stats.wilcoxon`` / ``binomtest`` / ``levene``) computed as scipy computes them, in
+plain Python (:mod:`app.eval.stats_dist`; tests/unit/compare/test_stats_dist.py checks them
+against scipy): importing ``scipy.stats`` would cost a comparison ≈ 1 s and 70 MB.
 
 Methods (printed in the comparison's footnote, see :data:`METHODS`):
 
@@ -60,12 +63,9 @@ def wilcoxon_p(base: Sequence[float], new: Sequence[float]) -> float:
     # every |new - base| ≤ 1e-12 (math.isclose(b, n, rel_tol=0, abs_tol=1e-12) for finite values)
     if max(map(abs, map(operator.sub, new, base))) <= 1e-12:
         return 1.0
-    if len(base) > stats_dist.WILCOXON_EXACT_MAX:  # scipy's normal approximation, in Python
-        return stats_dist.wilcoxon_asymptotic_p(base, new)
-    from scipy import stats
-
-    res = stats.wilcoxon(new, base, zero_method=WILCOXON_ZERO_METHOD, alternative="two-sided")
-    return float(res.pvalue)
+    # scipy.stats.wilcoxon(new, base, zero_method="wilcox", alternative="two-sided"), computed
+    # as scipy computes it, without importing scipy.stats (app/eval/stats_dist.py)
+    return stats_dist.wilcoxon_p(base, new)
 
 
 def bootstrap_ci(

@@ -4,6 +4,9 @@ is scipy.stats itself, on random, tied, zero-heavy and lopsided samples."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +14,8 @@ from scipy import special
 from scipy import stats as sps
 
 from app.eval import stats_dist, stats_tests
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _samples(seed: int, n: int, kind: str) -> tuple[list[float], list[float]]:
@@ -27,7 +32,7 @@ def _samples(seed: int, n: int, kind: str) -> tuple[list[float], list[float]]:
     else:  # "rare": almost all pairs unchanged
         base = rng.integers(0, 3, size=n).astype(float)
         new = base.copy()
-        new[rng.choice(n, size=max(3, n // 50), replace=False)] += 1.0
+        new[rng.choice(n, size=min(n, max(3, n // 50)), replace=False)] += 1.0
     return base.tolist(), new.tolist()
 
 
@@ -86,11 +91,52 @@ def test_normal_tail_is_scipys() -> None:
         assert stats_dist.normal_two_sided_p(z) == pytest.approx(ref, rel=1e-13, abs=1e-300)
 
 
-def test_small_samples_still_go_to_scipy() -> None:
-    base = [1.0, 2.0, 3.0, 4.0, 5.0, 2.0, 3.0, 1.0]
-    new = [2.0, 3.0, 5.0, 4.5, 5.0, 1.0, 4.0, 3.0]
-    ref = float(sps.wilcoxon(new, base, zero_method="wilcox").pvalue)
-    assert stats_tests.wilcoxon_p(base, new) == ref
+SMALL = [
+    (seed, n, kind)
+    for seed, n in [(11, 1), (12, 2), (13, 5), (14, 9), (15, 13), (16, 14), (17, 30), (18, 50)]
+    for kind in ("scores", "continuous", "shifted", "rare")
+]
+
+
+@pytest.mark.parametrize(("seed", "n", "kind"), SMALL)
+def test_small_samples_exact_and_permutation_are_scipys(seed: int, n: int, kind: str) -> None:
+    """≤ 50 pairs: scipy's exact distribution (no ties, no zeros), its permutation test over
+    all 2ⁿ sign flips (ties or zeros, ≤ 13 pairs) or the normal approximation (else)."""
+    base, new = _samples(seed, n, kind)
+    if all(b == x for b, x in zip(base, new, strict=True)):
+        new[0] += 1.0  # at least one difference
+    ref = float(sps.wilcoxon(new, base, zero_method="wilcox", alternative="two-sided").pvalue)
+    assert stats_dist.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12), (kind, n)
+    assert stats_tests.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 8, 13, 20, 50])
+def test_tied_and_untied_handpicked(n: int) -> None:
+    base = [float(i % 5) for i in range(n)]
+    untied = [b + (i + 1) * (1 if i % 3 else -1) for i, b in enumerate(base)]  # distinct |d|
+    tied = [b + (1.0 if i % 3 else -2.0) if i % 4 else b for i, b in enumerate(base)]
+    for new in (untied, tied):
+        ref = float(sps.wilcoxon(new, base, zero_method="wilcox").pvalue)
+        assert stats_dist.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12)
+
+
+def test_compare_imports_no_scipy_stats(tmp_path: Path) -> None:
+    """The tests above are the check against scipy; `rag eval compare` itself does not
+    import scipy.stats (≈ 1 s and 70 MB per process)."""
+    script = (
+        "import sys\n"
+        "from app.eval import stats_tests\n"
+        "b = [float(i % 5) for i in range(40)]\n"
+        "n = [x + (i % 3) - 1 for i, x in enumerate(b)]\n"
+        "stats_tests.wilcoxon_p(b, n); stats_tests.wilcoxon_p(b[:9], n[:9])\n"
+        "stats_tests.brown_forsythe_p(b, n); stats_tests.mcnemar_exact([0, 1, 1], [1, 1, 0])\n"
+        "stats_tests.bootstrap_ci(b, n)\n"
+        "print(any(m.startswith('scipy') for m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_no_nonzero_difference() -> None:
