@@ -24,8 +24,9 @@ from app.eval.metrics.registry import select_metrics
 from app.generation.pipeline.citations import extract_citations
 from app.generation.pipeline.config import CONTRACT_SLOTS, PipelineConfig
 from app.generation.pipeline.trace import Answer
-from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
+from app.generation.registry import PromptRegistry, PromptSpec, RenderedPrompt, load_registry
 from app.generation.registry.contracts import contract_for
+from app.generation.registry.render import render_spec
 from app.llm.recording import recording
 from app.llm.types import EngineLike, Message
 from app.paths import kb_dir
@@ -50,6 +51,9 @@ class PipelineFactory:
         self.kb: KnowledgeBase = load_kb(Path(config.kb_path) if config.kb_path else kb_dir())
         self.overrides = self._overrides(config.prompts)
         self._pipeline: Pipeline | None = None
+        # prompt name -> its spec, resolved on first use: the run renders the version it
+        # started with (RAG_PROMPT_PIN / releases.toml are read once, not per case)
+        self._specs: dict[str, PromptSpec] = {}
         self._warm: WarmCache | None = None
         self._warm_decided = False
 
@@ -213,8 +217,11 @@ class PipelineFactory:
         return str(answer) if answer else None
 
     def render(self, prompt_id: str, model: str, variables: Mapping[str, str]) -> RenderedPrompt:
-        return self.registry.render(
-            prompt_id,
+        spec = self._specs.get(prompt_id)
+        if spec is None:
+            spec = self._specs[prompt_id] = self.registry.get(prompt_id)
+        return render_spec(
+            spec,
             model=model,
             variables=dict(variables),
             allow_unlisted=self.config.allow_unlisted_model,
