@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 BOOTSTRAP_RESAMPLES = 2000
-# Resample index matrices are drawn this many cells at a time (8 bytes each: 16 MB), so a
-# bootstrap of 10,000 cases needs 16 MB, not resamples × n × 8 = 160 MB. Successive draws
-# from one Generator give the same stream as one big draw: the CI is bit-identical.
-BOOTSTRAP_CHUNK_CELLS = 2_000_000
+# Resample index matrices are drawn this many cells at a time (8 bytes each, and as much
+# again for the values they pick: 4 MB), so a bootstrap of 10,000 cases needs 4 MB, not
+# resamples × n × 16 = 320 MB (at 2,000,000 cells it was the run's peak: +32 MB after the
+# last case). Successive draws from one Generator give the same stream as one big draw:
+# the CI is bit-identical (tests/unit/eval/test_bootstrap_bounded.py).
+BOOTSTRAP_CHUNK_CELLS = 262_144
 # Values with at most this many distinct levels are resampled by level counts
 # (:func:`level_bootstrap_means`), others by indices (:func:`bootstrap_means`).
 MULTINOMIAL_MAX_LEVELS = 64
