@@ -55,7 +55,7 @@ def _case_dir(out: Path) -> Path:
 
 
 def _write_folder(folder: Path, pages: Iterable[tuple[str, str | bytes]]) -> list[Path]:
-    """Write ``(file name, text)`` pages and the shared ``view.css`` / ``view.js`` into a new
+    """Write ``(file name, text)`` files and the shared ``view.css`` / ``view.js`` / ``case.js`` into a new
     folder beside ``folder``, then swap it in: the set is replaced as a whole (one rename), so
     a reader never sees a half-written set and nothing is fsynced per page."""
     parent = folder.parent
