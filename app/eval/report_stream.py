@@ -45,6 +45,8 @@ is validated whole by :class:`ReportSummary`.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +58,7 @@ from pydantic import ValidationError
 from app.errors import ReportError
 from app.eval.records import SCHEMA_VERSION, CaseResult, ReportSummary
 from app.limits import limit
-from app.safe_io import UnsafeInput, check_file, parse_json, read_bytes
+from app.safe_io import UnsafeInput, check_file, parse_json
 
 __all__ = [
     "CompareCase",
@@ -152,6 +154,10 @@ class NotLineLayout(ReportError):
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {
     LeanCase: msgspec.json.Decoder(LeanCase),
     CompareCase: msgspec.json.Decoder(CompareCase),
+}
+_LIST_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {
+    LeanCase: msgspec.json.Decoder(list[LeanCase]),
+    CompareCase: msgspec.json.Decoder(list[CompareCase]),
 }
 _ID_ONLY = msgspec.json.Decoder(dict[str, Any])
 
@@ -390,29 +396,61 @@ def _unique(cases: Sequence[LeanCase | CompareCase], path: Path, first_line: int
         seen.add(case.id)
 
 
+def _read_whole(path: Path) -> bytes:
+    """The file's bytes in one buffer of its size (safe_io's checks: a regular file under
+    the report limit, opened without blocking; ``read_bytes`` would briefly hold it twice)."""
+    check_file(path, max_bytes=_max_bytes(), what="report")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise UnsafeInput(
+            path, f"cannot be read ({exc.strerror})", "check the file's permissions"
+        ) from None
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between the check and open
+            raise UnsafeInput(path, "is not a regular file", "give a regular report file")
+        data = fh.readall()
+    if len(data) > _max_bytes():
+        raise UnsafeInput(
+            path,
+            f"grew past the {_max_bytes():,}-byte limit while being read",
+            "give a stable file",
+        )
+    return data
+
+
 def _document(path: Path, view: type[View]) -> LeanReport[View] | None:
-    """Any schema-2 JSON layout, decoded as one document; None: not schema 2."""
-    data = read_bytes(path, max_bytes=_max_bytes(), what="report")
-    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    """Any schema-2 JSON layout, decoded as one document; None: not schema 2 (or not
+    decodable: then :func:`load_report` reads it and names any problem)."""
+    data = _read_whole(path)
+    body = memoryview(data)[3:] if data.startswith(b"\xef\xbb\xbf") else data
     try:
         top = msgspec.json.decode(body, type=dict[str, msgspec.Raw])
         version = msgspec.json.decode(top.get("schema_version", b"null"))
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-        return None  # load_report names line and column
+        return None
     if version != SCHEMA_VERSION:
         return None
-    del data, body
     raw_cases = top.pop("cases", None)
     if raw_cases is None:
         return None  # load_report says what is missing
-    text = "{" + ",".join(f"{json.dumps(k)}:{bytes(v).decode()}" for k, v in top.items()) + "}"
-    del top
     try:
-        summary = _summary(parse_json(text, path, what="report"), path, str(path))
-        items = msgspec.json.decode(raw_cases, type=list[msgspec.Raw])
-    except (UnsafeInput, msgspec.DecodeError, msgspec.ValidationError):
+        text = "{" + ",".join(f"{json.dumps(k)}:{bytes(v).decode()}" for k, v in top.items())
+        summary = _summary(parse_json(text + "}", path, what="report"), path, str(path))
+    except (UnsafeInput, UnicodeDecodeError):
         return None
-    cases = [decode_case(bytes(raw), path, index=i, view=view) for i, raw in enumerate(items)]
+    del top
+    try:  # one decode of the whole array; on any problem case by case, naming the case
+        cases: list[View] = _LIST_DECODERS[view].decode(raw_cases)
+        for i, case in enumerate(cases):
+            _check_reasons(case, _where(path, None, i, case.id))
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        try:
+            items = msgspec.json.decode(raw_cases, type=list[msgspec.Raw])
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            return None
+        cases = [decode_case(bytes(r), path, index=i, view=view) for i, r in enumerate(items)]
+    del raw_cases, body, data
     _unique(cases, path, None)
     return LeanReport(path=path, summary=summary, cases=cases, layout="document")
 

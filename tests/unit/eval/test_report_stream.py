@@ -236,6 +236,10 @@ def test_what_pydantic_coerces_is_read_as_the_full_load_reads_it(
 
     path = _with_lines(run_report, tmp_path, edit)
     assert load_lean(path).cases == _full_view(path)[1]
+    one_line = tmp_path / "one_line.json"  # the same file as one JSON document
+    one_line.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8"))), encoding="utf-8")
+    lean = load_lean(one_line)
+    assert lean.layout == "document" and lean.cases == _full_view(path)[1]
 
 
 def test_null_without_reason_is_refused_like_the_model(run_report: Path, tmp_path: Path) -> None:
