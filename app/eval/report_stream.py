@@ -151,6 +151,9 @@ class NotLineLayout(ReportError):
     """The file is a report, but not in the one-case-per-line layout."""
 
 
+# what msgspec raises on input it cannot decode (deep nesting included: JSON nested past the
+# recursion limit is refused by safe_io's parser with a message, never a traceback)
+_UNDECODABLE = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {
     LeanCase: msgspec.json.Decoder(LeanCase),
     CompareCase: msgspec.json.Decoder(CompareCase),
@@ -172,7 +175,7 @@ def _max_bytes() -> int:
 def _case_id(raw: bytes) -> str | None:
     try:
         obj = _ID_ONLY.decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except _UNDECODABLE:
         return None
     cid = obj.get("id")
     return cid if isinstance(cid, str) else None
@@ -244,7 +247,7 @@ def decode_case(
     :class:`CaseResult` (trace dropped): accepted → projected, refused → its error."""
     try:
         case: View = _DECODERS[view].decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+    except _UNDECODABLE:
         return project(typed_case(raw, path, line_no, index=index, traces=False), view)
     _check_reasons(case, _where(path, line_no, index, case.id))
     return case
@@ -427,7 +430,7 @@ def _document(path: Path, view: type[View]) -> LeanReport[View] | None:
     try:
         top = msgspec.json.decode(body, type=dict[str, msgspec.Raw])
         version = msgspec.json.decode(top.get("schema_version", b"null"))
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+    except _UNDECODABLE:
         return None
     if version != SCHEMA_VERSION:
         return None
@@ -444,10 +447,10 @@ def _document(path: Path, view: type[View]) -> LeanReport[View] | None:
         cases: list[View] = _LIST_DECODERS[view].decode(raw_cases)
         for i, case in enumerate(cases):
             _check_reasons(case, _where(path, None, i, case.id))
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+    except _UNDECODABLE:
         try:
             items = msgspec.json.decode(raw_cases, type=list[msgspec.Raw])
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        except _UNDECODABLE:
             return None
         cases = [decode_case(bytes(r), path, index=i, view=view) for i, r in enumerate(items)]
     del raw_cases, body, data

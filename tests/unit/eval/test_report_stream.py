@@ -303,3 +303,27 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
 
 def test_summary_validation_is_the_models(run_report: Path) -> None:
     assert isinstance(read_summary(run_report), ReportSummary)
+
+
+@pytest.mark.parametrize("layout", ["lines", "document"])
+def test_json_nested_too_deeply_is_a_report_error(
+    run_report: Path, tmp_path: Path, layout: str
+) -> None:
+    """A value nested past the recursion limit (found by the hostile fuzz test) is refused
+    with a message, not a RecursionError traceback."""
+    deep = "[" * 5000 + "]" * 5000
+
+    def edit(ls: list[bytes]) -> None:
+        data = json.loads(ls[2][:-1])
+        data["answer"] = None
+        ls[2] = json.dumps(data, ensure_ascii=False).encode()[:-1] + b',"x":' + deep.encode()
+        ls[2] += b"},"
+
+    path = _with_lines(run_report, tmp_path, edit)
+    if layout == "document":
+        text = path.read_text(encoding="utf-8").replace("\n", "")
+        path.write_text(text.replace('"schema_version":"2"', '"schema_version": "2"'), "utf-8")
+    with pytest.raises(ReportError, match="nested too deeply"):
+        load_lean(path)
+    with pytest.raises(ReportError, match="nested too deeply"):
+        load_lean(path, CompareCase)
