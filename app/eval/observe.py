@@ -188,6 +188,11 @@ class PipelineFactory:
                 self._warm = WarmCache(eng, run, eng.cache_path.parent / "pipeline_answers.sqlite3")
         return self._warm
 
+    def close(self) -> None:
+        """Close the pipeline warm cache (if one was opened), pruning its old entries."""
+        if self._warm is not None:
+            self._warm.close()
+
     def _judges(self) -> dict[str, JudgeMetric]:
         """The judge metrics this run computes (``--metrics``), from the judge table."""
         selected = select_metrics(self.config.metrics)

@@ -410,6 +410,7 @@ async def run(
             await asyncio.gather(*(worker() for _ in range(max(1, workers))))
         finally:
             calls = _calls(eng) - calls_before
+            factory.close()  # the warm cache: prunes entries unused for 30 days
             if own is not None:
                 await own.aclose()
                 own = None

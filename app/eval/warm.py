@@ -25,7 +25,10 @@ after a pipeline error. Log lines the pipeline would print for a case (an inject
 warning, invalid citations) are not repeated on a replay.
 
 Entries live in ``pipeline_answers.sqlite3`` beside the response cache file
-(``<RAG_CACHE_DIR>/llm/``): clearing that folder clears both.
+(``<RAG_CACHE_DIR>/llm/``): clearing that folder clears both. An entry not replayed for
+:data:`MAX_AGE_S` (30 days) is removed when a run closes the cache: every code change makes
+the old entries unreachable (the code is part of the key), so without that a CI cache kept
+across pull requests would only grow.
 """
 
 from __future__ import annotations
@@ -55,10 +58,11 @@ FORMAT = 1
 APP_DIR = Path(__file__).resolve().parents[1]
 _SKIP_DIRS = frozenset({"__pycache__", "view"})  # the viewer cannot change an answer
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+MAX_AGE_S = 30 * 86_400  # an entry neither stored nor replayed for this long is removed
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     key        TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
+    created_at REAL NOT NULL,  -- stored or last replayed (time.time())
     entry      TEXT NOT NULL
 )
 """
@@ -227,7 +231,32 @@ class WarmCache:
         trace.tokens.cached_calls = len(calls)  # every call was a cache hit
         trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
         self.hits += 1
+        self._touch(key)
         return answer
+
+    def _touch(self, key: str) -> None:
+        """Mark ``key`` used now (its age counts from its last replay)."""
+        conn = self._connect()
+        if conn is None:
+            return
+        try:
+            conn.execute("UPDATE entries SET created_at = ? WHERE key = ?", (time.time(), key))
+        except sqlite3.Error as exc:
+            log.warning("pipeline warm cache: could not mark %s used: %s", key[:12], exc)
+
+    def prune(self, max_age_s: float = MAX_AGE_S) -> int:
+        """Remove the entries neither stored nor replayed for ``max_age_s``; how many."""
+        conn = self._connect()
+        if conn is None:
+            return 0
+        try:
+            cur = conn.execute(
+                "DELETE FROM entries WHERE created_at < ?", (time.time() - max_age_s,)
+            )
+        except sqlite3.Error as exc:
+            log.warning("pipeline warm cache: could not prune: %s", exc)
+            return 0
+        return cur.rowcount
 
     def store(self, key: str, answer: Answer, calls: Sequence[CallRecord]) -> None:
         """Keep ``answer`` if every call it made went through the response cache."""
@@ -239,5 +268,6 @@ class WarmCache:
 
     def close(self) -> None:
         if self._conn is not None:
+            self.prune()
             self._conn.close()
             self._conn = None

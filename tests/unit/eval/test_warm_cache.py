@@ -216,3 +216,27 @@ def test_an_offline_candidate_is_never_replayed(eval_root: Path, echo: dict[str,
     _run(eval_root, echo, model="offline:extractive")
     assert _run(eval_root, echo, model="offline:extractive")[1] == 5
     assert not (eval_root / ".cache" / "llm" / "pipeline_answers.sqlite3").exists()
+
+
+def test_entries_unused_for_30_days_are_pruned_and_a_replay_keeps_one_fresh(
+    eval_root: Path, echo: dict[str, int]
+) -> None:
+    """Every code change makes the old entries unreachable (the code is in the key), so a CI
+    cache kept across pull requests grew for ever; a replay counts as a use."""
+    import sqlite3
+    import time
+
+    _run(eval_root, echo)
+    db = eval_root / ".cache" / "llm" / "pipeline_answers.sqlite3"
+    old = time.time() - warm.MAX_AGE_S - 3600
+    with sqlite3.connect(db) as conn:
+        keys = {k for (k,) in conn.execute("SELECT key FROM entries")}
+        conn.execute("UPDATE entries SET created_at = ?", (old,))
+        conn.execute("INSERT INTO entries VALUES ('from-an-older-commit', ?, '{}')", (old,))
+    _, computed, calls = _run(eval_root, echo)
+    assert (computed, calls) == (0, 0)  # aged entries are still replayed…
+    with sqlite3.connect(db) as conn:
+        left = dict(conn.execute("SELECT key, created_at FROM entries").fetchall())
+    assert "from-an-older-commit" not in left  # … an unused one is gone after the run
+    replayed = {k for k, at in left.items() if at > time.time() - 3600}
+    assert len(replayed) >= 5 and replayed <= keys  # the five answers, touched by the replay
