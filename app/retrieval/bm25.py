@@ -168,8 +168,24 @@ class BM25:
         denom = sum(weights.values())
         if denom <= 0.0:
             return 0.0
+        return self._normalized(list(weights.items()), denom, index)
+
+    def normalized_scores(
+        self, query: Sequence[str], weights: Mapping[str, float] | None = None
+    ) -> list[float]:
+        """:meth:`normalized_score` of every document, in index order (the same floats; the
+        denominator once, and only the terms a document holds: an absent term adds 0.0)."""
+        if weights is None:
+            weights = self.query_weights(query)
+        denom = sum(weights.values())
+        if denom <= 0.0:
+            return [0.0] * self.n_docs
+        items = list(weights.items())
+        return [self._normalized(items, denom, i) for i in range(self.n_docs)]
+
+    def _normalized(self, items: list[tuple[str, float]], denom: float, index: int) -> float:
         tf, length = self._tfs[index], self._lengths[index]
-        num = sum(wq * min(1.0, self._weight(tf.get(t, 0), length)) for t, wq in weights.items())
+        num = sum(wq * min(1.0, self._weight(tf[t], length)) for t, wq in items if t in tf)
         return min(1.0, num / denom)
 
     def scores(self, query: Sequence[str]) -> list[tuple[int, float, float]]:

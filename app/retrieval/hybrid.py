@@ -222,10 +222,7 @@ class HybridRetriever(Retriever):
         terms = tokenize(query)
         weights = view.bm25.query_weights(terms) if terms else {}  # once per query
         lex = np.array(
-            [
-                view.bm25.normalized_score(terms, i, weights) if terms else 0.0
-                for i in range(len(view.chunks))
-            ],
+            view.bm25.normalized_scores(terms, weights) if terms else [0.0] * len(view.chunks),
             dtype=np.float32,
         )
         dense, title = self._dense(query, view.chunks)

@@ -264,3 +264,41 @@ def test_scores_computes_query_weights_once_with_the_same_values(
     monkeypatch.setattr(BM25, "query_weights", counting)
     assert bm.scores(query) == expected
     assert calls == 1
+
+
+def test_all_documents_scored_at_once_give_the_same_floats_as_one_by_one() -> None:
+    """``normalized_scores`` (the denominator once, only the terms a chunk holds) is the
+    per-document formula bit for bit, on the sample KB and every question of every suite."""
+    import json
+
+    from app.paths import kb_dir, repo_root
+
+    kb = load_kb(kb_dir())
+    bm25 = BM25([tokenize(Retriever._index_text(c), query=False) for c in kb.chunks])
+
+    def by_formula(terms: list[str], i: int) -> float:  # the definition, term by term
+        weights = bm25.query_weights(terms)
+        denom = sum(weights.values())
+        if denom <= 0.0:
+            return 0.0
+        tf, length = bm25._tfs[i], bm25._lengths[i]
+        num = sum(w * min(1.0, bm25._weight(tf.get(t, 0), length)) for t, w in weights.items())
+        return min(1.0, num / denom)
+
+    questions = [
+        json.loads(line)["question"]
+        for path in sorted((repo_root() / "tests" / "eval" / "datasets").glob("*_v*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    assert len(questions) > 500 and bm25.n_docs == len(kb.chunks)
+    checked = 0
+    for question in questions:
+        terms = tokenize(question)
+        together = bm25.normalized_scores(terms)
+        assert len(together) == bm25.n_docs
+        expected = [by_formula(terms, i) for i in range(bm25.n_docs)]
+        assert together == expected, question
+        assert [bm25.normalized_score(terms, i) for i in range(bm25.n_docs)] == expected
+        checked += sum(1 for v in expected if v > 0)
+    assert checked > 1000  # many non-zero scores compared, not only zeros
