@@ -102,8 +102,11 @@ def check_file(path: Path, *, max_bytes: int, what: str = "file") -> int:
 
 
 def read_bytes(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` (see the module docstring)."""
-    check_file(path, max_bytes=max_bytes, what=what)
+    """The bytes of a regular file of at most ``max_bytes`` (see the module docstring).
+
+    The first read asks for the whole file (its size from the check, + 1 to see growth), so a
+    file that does not change is one buffer, never held twice while chunks are joined."""
+    size = check_file(path, max_bytes=max_bytes, what=what)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
@@ -116,8 +119,10 @@ def read_bytes(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
             raise UnsafeInput(path, f"is {kind}, not a {what}", f"give a regular {what}")
         chunks: list[bytes] = []
         left = max_bytes + 1
+        want = min(left, size + 1)
         while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
+            chunk = os.read(fd, min(left, want))
+            want = 1 << 20
             if not chunk:
                 break
             chunks.append(chunk)
@@ -128,7 +133,7 @@ def read_bytes(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
         ) from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if len(data) > max_bytes:
         raise UnsafeInput(
             path, f"grew past the {max_bytes:,}-byte limit while being read", "give a stable file"

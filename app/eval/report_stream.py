@@ -45,8 +45,6 @@ is validated whole by :class:`ReportSummary`.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +56,7 @@ from pydantic import ValidationError
 from app.errors import ReportError
 from app.eval.records import SCHEMA_VERSION, CaseResult, ReportSummary
 from app.limits import limit
-from app.safe_io import UnsafeInput, check_file, parse_json
+from app.safe_io import UnsafeInput, check_file, parse_json, read_bytes
 
 __all__ = [
     "CompareCase",
@@ -305,14 +303,19 @@ def _not_found(path: Path, exc: UnsafeInput) -> ReportError:
     return ReportError(f"{exc}; is this an eval report?")
 
 
-def read_summary(path: Path) -> ReportSummary:
-    """The report's summary (everything but the cases) as a :class:`ReportSummary`."""
-    path = Path(path)
+def _line_summary(path: Path) -> ReportSummary | None:
+    """The summary of a report in the runner's line layout; None for any other layout."""
     try:
         head = _head(path)
     except UnsafeInput as exc:
         raise _not_found(path, exc) from None
-    summary = _head_summary(path, head) if head is not None else None
+    return _head_summary(path, head) if head is not None else None
+
+
+def read_summary(path: Path) -> ReportSummary:
+    """The report's summary (everything but the cases) as a :class:`ReportSummary`."""
+    path = Path(path)
+    summary = _line_summary(path)
     return summary if summary is not None else load_lean(path).summary
 
 
@@ -399,33 +402,10 @@ def _unique(cases: Sequence[LeanCase | CompareCase], path: Path, first_line: int
         seen.add(case.id)
 
 
-def _read_whole(path: Path) -> bytes:
-    """The file's bytes in one buffer of its size (safe_io's checks: a regular file under
-    the report limit, opened without blocking; ``read_bytes`` would briefly hold it twice)."""
-    check_file(path, max_bytes=_max_bytes(), what="report")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise UnsafeInput(
-            path, f"cannot be read ({exc.strerror})", "check the file's permissions"
-        ) from None
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between the check and open
-            raise UnsafeInput(path, "is not a regular file", "give a regular report file")
-        data = fh.readall()
-    if len(data) > _max_bytes():
-        raise UnsafeInput(
-            path,
-            f"grew past the {_max_bytes():,}-byte limit while being read",
-            "give a stable file",
-        )
-    return data
-
-
 def _document(path: Path, view: type[View]) -> LeanReport[View] | None:
     """Any schema-2 JSON layout, decoded as one document; None: not schema 2 (or not
     decodable: then :func:`load_report` reads it and names any problem)."""
-    data = _read_whole(path)
+    data = read_bytes(path, max_bytes=_max_bytes(), what="report")
     body = memoryview(data)[3:] if data.startswith(b"\xef\xbb\xbf") else data
     try:
         top = msgspec.json.decode(body, type=dict[str, msgspec.Raw])
@@ -462,11 +442,7 @@ def load_lean(path: Path, view: type[View] = LeanCase) -> LeanReport[View]:  # t
     """The report's summary and lean cases (``view``: :class:`LeanCase`, or the smaller
     :class:`CompareCase`), whatever its layout (module docstring)."""
     path = Path(path)
-    try:
-        head = _head(path)
-    except UnsafeInput as exc:
-        raise _not_found(path, exc) from None
-    summary = _head_summary(path, head) if head is not None else None
+    summary = _line_summary(path)
     if summary is not None:
         cases = [decode_case(raw, path, n, view=view) for n, raw in _line_cases(path)]
         _unique(cases, path, 2)
