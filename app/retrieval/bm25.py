@@ -110,6 +110,9 @@ class BM25:
     _tfs: list[Counter[str]] = field(init=False, repr=False)
     _df: Counter[str] = field(init=False, repr=False)
     _lengths: list[int] = field(init=False, repr=False)
+    #: term -> ((document, w(t, d), min(1, w(t, d))), …) over the documents holding it, in
+    #: index order: the per-document factors of both sums, computed once at index time
+    _postings: dict[str, tuple[tuple[int, float, float], ...]] = field(init=False, repr=False)
     avgdl: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -120,6 +123,12 @@ class BM25:
             self._df.update(tf.keys())
         n = len(self.docs)
         self.avgdl = (sum(self._lengths) / n) if n else 0.0
+        postings: dict[str, list[tuple[int, float, float]]] = {}
+        for i, (tf, length) in enumerate(zip(self._tfs, self._lengths, strict=True)):
+            for t, count in tf.items():
+                w = self._weight(count, length)
+                postings.setdefault(t, []).append((i, w, min(1.0, w)))
+        self._postings = {t: tuple(p) for t, p in postings.items()}
 
     @property
     def n_docs(self) -> int:
@@ -178,10 +187,23 @@ class BM25:
         if weights is None:
             weights = self.query_weights(query)
         denom = sum(weights.values())
+        out = [0.0] * self.n_docs
         if denom <= 0.0:
-            return [0.0] * self.n_docs
-        items = list(weights.items())
-        return [self._normalized(items, denom, i) for i in range(self.n_docs)]
+            return out
+        for i, num in self._numerators(weights).items():
+            out[i] = min(1.0, num / denom)
+        return out
+
+    def _numerators(self, weights: Mapping[str, float]) -> dict[int, float]:
+        """``Σ_t m(t) · min(1, w(t, d))`` of every document holding a query term, from the
+        postings: each document's terms are added in the order of ``weights``, as
+        :meth:`_normalized` adds them (the same floats; 0.0 + x is x for x > 0)."""
+        nums: dict[int, float] = {}
+        get = nums.get
+        for t, wq in weights.items():
+            for i, _, cap in self._postings.get(t, ()):
+                nums[i] = get(i, 0.0) + wq * cap
+        return nums
 
     def _normalized(self, items: list[tuple[str, float]], denom: float, index: int) -> float:
         tf, length = self._tfs[index], self._lengths[index]
@@ -190,11 +212,17 @@ class BM25:
 
     def scores(self, query: Sequence[str]) -> list[tuple[int, float, float]]:
         """``(index, normalised, raw)`` for every document that shares a term with the query."""
-        terms = set(query)
         weights = self.query_weights(query)  # once per query, not once per candidate
-        out = []
-        for i, tf in enumerate(self._tfs):
-            if terms.isdisjoint(tf):
-                continue
-            out.append((i, self.normalized_score(query, i, weights), self.raw_score(query, i)))
-        return out
+        denom = sum(weights.values())
+        nums = self._numerators(weights)
+        # raw_score's sum over Counter(query), a term a document lacks adding 0.0 (skipped:
+        # x + 0.0 is x), each present term's q·idf(t)·w(t, d) in the same order
+        raws: dict[int, float] = {}
+        get = raws.get
+        for t, q in Counter(query).items():
+            qidf = q * self.idf(t)
+            for i, w, _ in self._postings.get(t, ()):
+                raws[i] = get(i, 0.0) + qidf * w
+        return [
+            (i, min(1.0, nums[i] / denom) if denom > 0.0 else 0.0, raws[i]) for i in sorted(raws)
+        ]

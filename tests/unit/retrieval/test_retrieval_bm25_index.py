@@ -300,5 +300,11 @@ def test_all_documents_scored_at_once_give_the_same_floats_as_one_by_one() -> No
         expected = [by_formula(terms, i) for i in range(bm25.n_docs)]
         assert together == expected, question
         assert [bm25.normalized_score(terms, i) for i in range(bm25.n_docs)] == expected
+        # scores() from the postings: the documents sharing a term, in index order, with the
+        # per-document normalised and raw formulas' floats
+        sharing = [i for i in range(bm25.n_docs) if not set(terms).isdisjoint(bm25._tfs[i])]
+        assert bm25.scores(terms) == [
+            (i, expected[i], bm25.raw_score(terms, i)) for i in sharing
+        ], question
         checked += sum(1 for v in expected if v > 0)
     assert checked > 1000  # many non-zero scores compared, not only zeros
