@@ -4,7 +4,11 @@
   (:mod:`app.eval.judge_table`; built-in rows in :mod:`app.eval.metrics.judged`). Each call
   sets ``metadata["judge_metric"]``.
 * ``n`` samples per case and metric use distinct ``sample_index`` values, so the response
-  cache keeps them apart; the score is their mean, the spread (max − min) is kept.
+  cache keeps them apart; the score is their mean, the spread (max − min) is kept. A
+  judge whose provider is ``deterministic`` (the offline reference judge) is asked once per
+  case and metric: its other samples repeat that verdict (indices ``0..n-1``, cost counted
+  once), so the report's samples, mean and spread are what ``n`` calls would give, and
+  the engine counts only the calls made; ``meta.judge.warnings`` says so.
 * A response must be JSON with a numeric ``score`` in 1–5 (``reasoning`` optional). One
   repair attempt asks the judge to restate its answer as that JSON; if that fails too, the
   sample is a recorded judge error — the metric is ``null`` with the reason and counted in
@@ -119,6 +123,11 @@ def check_judge(candidate: str, judge: str, *, allow_weak: bool = False) -> list
             warnings.append(f"judge {judge} is not in JUDGE_TIERS: tier not checked")
         elif t_cand is not None and t_judge < t_cand:
             problem = f"judge {judge} (tier {t_judge}) is weaker than candidate {candidate} (tier {t_cand})"
+    if deterministic(judge):
+        warnings.append(
+            f"{judge} is deterministic (its verdict is a pure function of the request): "
+            "it is asked once per metric and case, and the other samples repeat that verdict"
+        )
     if jud.family == "anthropic":
         warnings.append(
             f"{judge}: temperature 0 is not sent — the Anthropic API version the installed SDK "
@@ -243,11 +252,31 @@ async def run_judge(
         purpose="judge",
         metadata={**(metadata or {}), "judge_metric": metric},
     )
-    samples = await gather(
-        (judge_sample(engine, config.model, request, i) for i in range(config.samples)),
-        one_by_one=parse_provider(config.model).offline,
-    )
+    if config.samples > 1 and deterministic(config.model):
+        first = await judge_sample(engine, config.model, request, 0)
+        samples = repeated(first, config.samples)
+    else:
+        samples = await gather(
+            (judge_sample(engine, config.model, request, i) for i in range(config.samples)),
+            one_by_one=parse_provider(config.model).offline,
+        )
     return aggregate(samples, prompt.qualified_version)
+
+
+def deterministic(model: str) -> bool:
+    """Whether the provider serving ``model`` gives a verdict that is a pure function of
+    its request (:attr:`Provider.deterministic <app.llm.providers.base.Provider.deterministic>`):
+    asking it again for another sample can only repeat the first one."""
+    from app.llm.providers import provider_class
+
+    return provider_class(parse_provider(model)).deterministic
+
+
+def repeated(first: JudgeSample, n: int) -> list[JudgeSample]:
+    """``n`` samples of a deterministic judge from the one it was asked for: the same score,
+    reasoning, error and repaired flag with indices ``0..n-1``; its cost is counted once
+    (the calls not made cost nothing)."""
+    return [first, *(replace(first, index=i, cost_usd=0.0) for i in range(1, n))]
 
 
 T = TypeVar("T")

@@ -32,6 +32,9 @@ class Provider(ABC):
     #: False for deterministic local providers: re-computing is cheaper than the cache
     #: and a cached baseline would hide a change of its rules.
     cacheable: ClassVar[bool] = True
+    #: True when a completion is a pure function of the request (no sampling, no state):
+    #: a judge that is asked once per metric and case, its other samples repeat that verdict.
+    deterministic: ClassVar[bool] = False
 
     def __init__(self, spec: ProviderSpec) -> None:
         self.spec = spec

@@ -312,6 +312,7 @@ class ExtractiveProvider(Provider):
 
     family = "offline"
     cacheable = False
+    deterministic = True
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
         task = offline_tasks.task_name(request)

@@ -162,6 +162,7 @@ class ReferenceJudgeProvider(Provider):
 
     family = "offline"
     cacheable = False
+    deterministic = True
 
     def __init__(self, spec: ProviderSpec) -> None:
         super().__init__(spec)
