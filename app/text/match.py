@@ -82,12 +82,13 @@ class Matcher:
         plain = strip_citations(text)
         self.text = fold(plain)
         self.tokens: tuple[str, ...] = tuple(tokenize(plain, query=False))
-        self._counts = collections.Counter(self.tokens)
+        #: how often each token occurs (read-only; a term is in it iff it is a token)
+        self.counts = collections.Counter(self.tokens)
 
     def count(self, term: str) -> int:
         if has_cjk(term):
             return self.text.count(term)
-        return self._counts[term]
+        return self.counts[term]
 
     def __contains__(self, term: str) -> bool:
         return self.count(term) > 0

@@ -334,7 +334,9 @@ class Pipeline:
         trace.context_chunk_ids = asm.chunk_ids
         prompt_id = self._prompt_for(asm)
         spec = self.registry.get(prompt_id)
-        variables = self._variables(spec.variables, spec.user_template, rw.rewritten, asm, lang)
+        variables = self._variables(
+            spec.variables, spec.user_template, rw.rewritten, asm, lang, spec.prompt_id
+        )
 
         # 5. summary memory within max_tokens − prompt length
         base = self._render(prompt_id, cfg.model, {**variables, **_blank(spec.variables)})
@@ -353,8 +355,11 @@ class Pipeline:
         else:
             history_msgs = memory.as_messages(lang)
 
-        # 6. the model
-        rp = self._render(prompt_id, cfg.model, variables, history_msgs)
+        # 6. the model (no history to add: the prompt is the one rendered in step 5)
+        if history_msgs or "chat_history" in spec.variables:
+            rp = self._render(prompt_id, cfg.model, variables, history_msgs)
+        else:
+            rp = base
         trace.prompt_version = rp.qualified_version
         trace.prompt_hash = rp.content_hash
         trace.prompt_versions["qa"] = rp.qualified_version
@@ -439,6 +444,7 @@ class Pipeline:
         question: str,
         asm: Assembly,
         lang: Language,
+        prompt_id: str,
     ) -> dict[str, str]:
         """The prompt's variables. The question is XML-escaped; a template that does not put
         ``{question}`` inside a tag gets it wrapped in ``<用户提问>`` / ``<question>``."""
@@ -448,9 +454,7 @@ class Pipeline:
             q = f"<{tag}>{q}</{tag}>"
         values: dict[str, str] = {"question": q}
         if "context" in names:
-            values["context"] = asm.context(
-                layout_for(self.registry.get(self._prompt_for(asm)).prompt_id)
-            )
+            values["context"] = asm.context(layout_for(prompt_id))
         if "chat_history" in names:
             values["chat_history"] = ""
         values.update({k: v for k, v in self.config.prompt_variables.items() if k in names})

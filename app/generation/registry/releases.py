@@ -127,6 +127,8 @@ def parse_pins(value: str | None = None) -> dict[str, int]:
     """``system/kb_qa=v1,judge/faithfulness=v1`` -> {"system/kb_qa": 1, ...}."""
     raw = os.environ.get(PIN_ENV, "") if value is None else value
     pins: dict[str, int] = {}
+    if not raw:  # the usual case, asked for on every prompt lookup
+        return pins
     for item in filter(None, (p.strip() for p in raw.split(","))):
         pid, sep, ver = item.partition("=")
         version = parse_version(ver)

@@ -8,6 +8,7 @@ family renders (``APPLICABLE_MODELS`` is matched on the bare model id). The wire
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -106,6 +107,13 @@ def model_allowed(spec: PromptSpec, ref: ModelRef) -> bool:
     return any(fnmatchcase(mid, p.lower()) for p in spec.applicable_models)
 
 
+@functools.lru_cache(maxsize=1024)
+def _template_problems(template: str) -> tuple[str, ...]:
+    """:func:`placeholders`' problems of one template (a pure function of the text, kept
+    for the registry's templates: a run renders the same few templates case after case)."""
+    return tuple(placeholders(template)[1])
+
+
 def render_spec(
     spec: PromptSpec,
     *,
@@ -139,7 +147,7 @@ def render_spec(
             f"{spec.qualified}: missing variable(s) {missing}; it takes {sorted(spec.variables)}"
         )
     for template in (spec.system_prompt, spec.user_template):
-        problems = placeholders(template)[1] if template is not None else []
+        problems = _template_problems(template) if template is not None else ()
         if problems:  # what `rag prompts check` reports as P019: refused, never crashed on
             raise PromptError(
                 f"{spec.qualified}: the template cannot be rendered ({problems[0]}) — run "

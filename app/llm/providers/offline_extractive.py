@@ -114,8 +114,14 @@ _TAG = re.compile(r"[<‹]/?[^<>‹\s]{1,20}>")  # <用户提问>, </question>, 
 # their sentences and each sentence's (read-only) Matcher are pure functions of the text,
 # kept for the most recent few thousand texts.
 @functools.lru_cache(maxsize=1024)
-def _sentences(document: str) -> tuple[str, ...]:
-    return tuple(sentences(document))
+def _sentences_with_terms(document: str) -> tuple[tuple[int, str, Matcher], ...]:
+    """(position in the document, sentence, its matcher) of each sentence holding a term."""
+    out = []
+    for pos, text in enumerate(sentences(document)):
+        match = _matcher(text)
+        if match.tokens:
+            out.append((pos, text, match))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -123,7 +129,7 @@ def _matcher(text: str) -> Matcher:
     return Matcher(text)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class _Sentence:
     doc: int  # 1-based document number
     pos: int  # position in the document
@@ -222,78 +228,92 @@ def answer(
     heads = [_matcher(h) for h in (headers or [])]
     heads += [_matcher("")] * (len(documents) - len(heads))
     sents = [
-        _Sentence(d, p, s, _matcher(s), heads[d - 1])
+        _Sentence(d, p, s, m, heads[d - 1])
         for d, doc in enumerate(documents, start=1)
-        for p, s in enumerate(_sentences(doc))
+        for p, s, m in _sentences_with_terms(doc)
     ]
-    sents = [s for s in sents if s.match.tokens]
     if not q_terms or not sents:
         return refusal, True
+    n_terms = len(q_terms)
     bm25 = BM25([s.match.tokens for s in sents], k1=K1, b=B)
     idf = {t: bm25.idf(t) for t in q_terms}
-    raw = {s: bm25.raw_score(q_terms, i) for i, s in enumerate(sents)}
-
-    def covered(s: _Sentence) -> set[str]:
-        return {t for t in q_terms if t in s.match or t in s.header}
-
-    def weight(terms: set[str]) -> float:
-        return len(terms) / len(q_terms)
-
-    def score(s: _Sentence) -> float:
-        return raw[s] + HEADER_WEIGHT * sum(idf[t] for t in q_terms if t in s.header)
-
-    scores = {s: score(s) for s in sents}
-    eligible = [s for s in sents if weight(covered(s)) >= MIN_COVERAGE]
+    cjk = [(t, has_cjk(t)) for t in q_terms]
+    # per document: the question terms its title/section holds, and their rule-5 bonus
+    # (summed in q_terms order, as per sentence before)
+    head_terms: dict[int, list[str]] = {}
+    head_bonus: dict[int, float] = {}
+    for s in sents:
+        if s.doc not in head_terms:
+            terms = [t for t in q_terms if t in s.header]
+            head_terms[s.doc] = terms
+            head_bonus[s.doc] = HEADER_WEIGHT * sum(idf[t] for t in terms)
+    # rule 3's coverage of each sentence (with its header), computed once per sentence
+    covered: list[set[str]] = []
+    for s in sents:
+        text, counts = s.match.text, s.match.counts
+        covered.append(
+            {t for t, is_cjk in cjk if (t in text if is_cjk else t in counts)}
+            | set(head_terms[s.doc])
+        )
+    scores = [bm25.raw_score(q_terms, i) + head_bonus[s.doc] for i, s in enumerate(sents)]
+    eligible = [i for i in range(len(sents)) if len(covered[i]) / n_terms >= MIN_COVERAGE]
     if not eligible and dense is not None:  # rule 4: no sentence shares the question's terms
-        first = [s for s in sents if s.doc == 1]
-        rel = dense(question, [s.text for s in first]) if first else None
+        first = [i for i, s in enumerate(sents) if s.doc == 1]
+        rel = dense(question, [sents[i].text for i in first]) if first else None
         if rel is not None:
             pick = max(range(len(first)), key=lambda i: (rel[i], -i))
             eligible = [first[pick]] if rel[pick] > DENSE_MIN else []
     if not eligible:
         return refusal, True
-    top = max(scores.values()) or 1.0
+    top = max(scores) or 1.0
     quantity = asks_quantity(question)
+    anchor_scores: dict[int, float] = {}
 
-    def anchor_score(s: _Sentence) -> float:
-        value = scores[s] / top + weight(covered(s))
-        if quantity and has_quantity(s.text):
-            value *= 1 + QUANTITY_BOOST
-        return value / (1 + RANK_PRIOR * (s.doc - 1))
+    def anchor_score(i: int) -> float:
+        value = anchor_scores.get(i)
+        if value is None:
+            s = sents[i]
+            value = scores[i] / top + len(covered[i]) / n_terms
+            if quantity and has_quantity(s.text):
+                value *= 1 + QUANTITY_BOOST
+            value = anchor_scores[i] = value / (1 + RANK_PRIOR * (s.doc - 1))
+        return value
 
-    anchor = max(eligible, key=lambda s: (anchor_score(s), -s.doc, -s.pos))
+    anchor = max(eligible, key=lambda i: (anchor_score(i), -sents[i].doc, -sents[i].pos))
+    doc = sents[anchor].doc
     chosen = [anchor]
-    have = covered(anchor)
+    have = set(covered[anchor])
 
     # the window: the anchor's neighbours in its document (the better-scoring side first)
-    same = [s for s in sents if s.doc == anchor.doc]
-    i = same.index(anchor)
-    lo, hi = i, i
+    same = [i for i, s in enumerate(sents) if s.doc == doc]
+    k = same.index(anchor)
+    lo, hi = k, k
     while len(chosen) < MAX_SENTENCES:
         options = [j for j in (hi + 1, lo - 1) if 0 <= j < len(same)]
         if not options:
             break
         j = max(options, key=lambda j: (scores[same[j]], j > hi))
         chosen.append(same[j])
-        have |= covered(same[j])
+        have |= covered[same[j]]
         lo, hi = min(lo, j), max(hi, j)
 
     # other documents: a sentence that covers enough of the question not covered yet
     while len(chosen) < MAX_SENTENCES:
-        best: tuple[float, float, _Sentence] | None = None
-        for s in sents:
-            if s in chosen or s.doc == anchor.doc or scores[s] <= 0:
+        best: tuple[float, float, int] | None = None
+        for i, s in enumerate(sents):
+            if i in chosen or s.doc == doc or scores[i] <= 0:
                 continue
-            gain = weight(covered(s) - have)
-            value = anchor_score(s)
+            gain = len(covered[i] - have) / n_terms
+            value = anchor_score(i)
             if gain >= MIN_GAIN and (best is None or (gain, value) > (best[0], best[1])):
-                best = (gain, value, s)
+                best = (gain, value, i)
         if best is None:
             break
         chosen.append(best[2])
-        have |= covered(best[2])
+        have |= covered[best[2]]
 
-    ordered = sorted(chosen[: hi - lo + 1], key=lambda s: s.pos) + chosen[hi - lo + 1 :]
+    window = sorted(chosen[: hi - lo + 1], key=lambda i: sents[i].pos)
+    ordered = [sents[i] for i in window + chosen[hi - lo + 1 :]]
     return _render(ordered, question), False
 
 
