@@ -7,9 +7,10 @@ Rules (stable; a change here is a change of the baseline's numbers):
    (the whole context is document 1 when it has no markers).
 2. Every document is split into sentences (:func:`app.text.sentences`); each sentence is
    scored against the question's terms (:func:`app.text.query_terms`: the same terms the
-   retriever searches with) by the retriever's BM25 (:class:`app.retrieval.bm25.BM25`,
-   its raw score with k1 = 1.2, b = 0.75, idf = ln(1 + (N − df + 0.5)/(df + 0.5)) over the
-   sentences, each sentence analysed as a document: ``tokenize(s, query=False)``).
+   retriever searches with) by the retriever's BM25 (:class:`app.retrieval.bm25.BM25`'s
+   raw score, computed by :func:`bm25_raw`: the same floats, tested; k1 = 1.2, b = 0.75,
+   idf = ln(1 + (N − df + 0.5)/(df + 0.5)) over the sentences, each sentence analysed as a
+   document: ``tokenize(s, query=False)``).
    Whether a sentence *contains* a term (rules 3 and 7) is :class:`app.text.Matcher`'s
    test: CJK terms as substrings, other terms as whole tokens.
 3. A sentence is *eligible* when it, together with its document's title and section
@@ -73,15 +74,15 @@ import functools
 import hashlib
 import html
 import json
+import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.errors import ProviderError
 from app.llm.providers import offline_tasks
 from app.llm.providers.base import Provider
 from app.llm.types import ChatRequest, Completion, Usage
-from app.retrieval.bm25 import BM25
 from app.text import Matcher, default_refusal, has_cjk, query_terms, sentences
 
 K1 = 1.2
@@ -215,6 +216,35 @@ def has_quantity(sentence: str) -> bool:
     return _QUANTITY.search(sentence) is not None
 
 
+def bm25_raw(
+    counts: Sequence[Mapping[str, int]], lengths: Sequence[int], terms: Sequence[str]
+) -> tuple[dict[str, float], list[float]]:
+    """Rule 2's BM25 (k1 = :data:`K1`, b = :data:`B`) over the documents whose token counts
+    and lengths are ``counts`` / ``lengths``: each of the distinct ``terms``' idf, and each
+    document's raw score — the floats of :class:`app.retrieval.bm25.BM25` ``(…, k1=K1,
+    b=B)``'s ``idf`` and ``raw_score`` (the same expressions, terms added in the same order;
+    a term a document lacks adds 0.0 there, so it is skipped here; tested equal), without
+    building that index's per-term postings for a handful of sentences per answer."""
+    n = len(counts)
+    avgdl = (sum(lengths) / n) if n else 0.0
+    idf: dict[str, float] = {}
+    for t in terms:
+        df = sum(1 for c in counts if t in c)
+        idf[t] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    raw: list[float] = []
+    for c, length in zip(counts, lengths, strict=True):
+        norm = 1.0 - B + B * (length / avgdl if avgdl else 1.0)
+        raw.append(
+            sum(
+                idf[t] * (tf * (K1 + 1.0) / (tf + K1 * norm))  # query tf 1: distinct terms
+                for t in terms
+                if (tf := c.get(t, 0))
+            )
+            + 0.0  # a float, as BM25's sum of 0.0 terms is, when no term is there
+        )
+    return idf, raw
+
+
 def answer(
     question: str,
     documents: list[str],
@@ -235,8 +265,9 @@ def answer(
     if not q_terms or not sents:
         return refusal, True
     n_terms = len(q_terms)
-    bm25 = BM25([s.match.tokens for s in sents], k1=K1, b=B)
-    idf = {t: bm25.idf(t) for t in q_terms}
+    idf, raw = bm25_raw(
+        [s.match.counts for s in sents], [len(s.match.tokens) for s in sents], q_terms
+    )
     cjk = [(t, has_cjk(t)) for t in q_terms]
     # per document: the question terms its title/section holds, and their rule-5 bonus
     # (summed in q_terms order, as per sentence before)
@@ -255,7 +286,7 @@ def answer(
             {t for t, is_cjk in cjk if (t in text if is_cjk else t in counts)}
             | set(head_terms[s.doc])
         )
-    scores = [bm25.raw_score(q_terms, i) + head_bonus[s.doc] for i, s in enumerate(sents)]
+    scores = [raw[i] + head_bonus[s.doc] for i, s in enumerate(sents)]
     eligible = [i for i in range(len(sents)) if len(covered[i]) / n_terms >= MIN_COVERAGE]
     if not eligible and dense is not None:  # rule 4: no sentence shares the question's terms
         first = [i for i, s in enumerate(sents) if s.doc == 1]

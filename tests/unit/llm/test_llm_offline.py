@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import json
 from collections.abc import Callable
@@ -447,3 +448,32 @@ def test_dense_relevance_only_reads_document_one_and_refuses_below_the_backgroun
     assert refused and text == _text.DEFAULT_REFUSAL_EN
     # a scorer that is not there (model not installed) keeps the refusal
     assert answer("How many days?", ZH_DOCS, None, dense=lambda q, t: None)[1] is True
+
+
+def test_bm25_raw_is_the_retrievers_bm25_float_for_float() -> None:
+    """Rule 2's scores come from bm25_raw, which skips building app.retrieval.bm25.BM25's
+    index per answer: it must give that class's idf and raw_score bit for bit (the class is
+    the reference), on real sentences and on random token lists with repeated tokens."""
+    import random
+
+    from app.llm.providers.offline_extractive import K1, B, bm25_raw
+    from app.retrieval.bm25 import BM25
+    from app.text import Matcher, query_terms, sentences
+
+    cases: list[tuple[list[list[str]], list[str]]] = []
+    texts = [s for d in ZH_DOCS + EN_DOCS for s in sentences(d)]
+    docs = [list(Matcher(s).tokens) for s in texts]
+    for q in ("年假有多少天？", "How many days of annual leave?", "病假 证明 上海 OA"):
+        cases.append((docs, sorted(set(query_terms(q)))))
+    rng = random.Random(7)
+    vocab = [f"t{i}" for i in range(12)] + ["年假", "病假", "oa"]
+    for _ in range(300):
+        rdocs = [rng.choices(vocab, k=rng.randint(1, 15)) for _ in range(rng.randint(1, 9))]
+        cases.append((rdocs, sorted(set(rng.sample(vocab, rng.randint(1, 8))))))
+    for rdocs, terms in cases:
+        ref = BM25(rdocs, k1=K1, b=B)
+        counts = [collections.Counter(d) for d in rdocs]
+        idf, raw = bm25_raw(counts, [len(d) for d in rdocs], terms)
+        assert idf == {t: ref.idf(t) for t in terms}
+        assert raw == [ref.raw_score(terms, i) for i in range(len(rdocs))]
+        assert all(type(v) is float for v in raw)
