@@ -1,7 +1,7 @@
 """Run one dataset file offline through the runner API and print its timings as JSON.
 
 Used by ``scripts/bench_scale.py`` as a child process (so its peak RSS is the run's own):
-``python scripts/run_dataset_file.py FILE OUT_DIR``. ``rag eval run`` takes a suite name
+``python scripts/run_dataset_file.py FILE OUT_DIR [WORKERS]``. ``rag eval run`` takes a suite name
 only, so the runner's suite loader is pointed at FILE here.
 """
 
@@ -33,7 +33,8 @@ def main() -> int:
         if getattr(p, "done", 0) == getattr(p, "total", -1):
             last.setdefault("t", time.perf_counter())
 
-    cfg = RunConfig(suite=file.stem.split("_v")[0], cache=False, concurrency=16)
+    workers = int(sys.argv[3]) if len(sys.argv) > 3 else None  # None: the run's default
+    cfg = RunConfig(suite=file.stem.split("_v")[0], cache=False, concurrency=16, workers=workers)
     outcome = runner.run_sync(cfg, out_dir=out_dir, on_progress=on_progress, write=True)
     end = time.perf_counter()
     print(
@@ -42,7 +43,12 @@ def main() -> int:
                 "cases": outcome.summary.totals.cases_done,
                 "total_s": end - T0,
                 "after_last_s": end - last.get("t", end),
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                # every process of the run: this one's peak plus each worker process's
+                # (app.eval.workers; each reports its own, getrusage's RUSAGE_CHILDREN would
+                # give only the largest child's)
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                + sum(outcome.worker_rss_mb),
+                "processes": 1 + len(outcome.worker_rss_mb),
                 "report": str(outcome.path),
                 "calls": outcome.calls,
             }

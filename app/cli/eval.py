@@ -115,6 +115,13 @@ def cli() -> None:
     type=click.IntRange(1, 256),
     help="Provider requests in flight at most (global and per provider).",
 )
+@click.option(
+    "--workers",
+    default=None,
+    type=click.IntRange(1, 64),
+    help="Processes sharing a CPU-bound run (offline candidate and judge). Default: one per "
+    "core (at most 4) from 1,000 cases to run, else 1; refused (>1) with a network provider.",
+)
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute cap.")
 @click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute cap.")
 @options.timeout
@@ -231,6 +238,7 @@ def run_cmd(
     judge_samples: int,
     metrics: str,
     concurrency: int,
+    workers: int | None,
     rpm: float | None,
     tpm: float | None,
     timeout_s: float,
@@ -301,6 +309,7 @@ def run_cmd(
         prompts=tuple(prompts),
         metrics=tuple(m.strip() for m in metrics.split(",") if m.strip() and m.strip() != "all"),
         concurrency=concurrency,
+        workers=workers,
         rpm=rpm,
         tpm=tpm,
         timeout_s=timeout_s,

@@ -24,6 +24,7 @@ import logging
 import secrets
 import subprocess
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import ConfigError, DatasetError
+from app.eval import workers
 from app.eval.checkpoint import Checkpoint
 from app.eval.config import RunConfig, parse_shard
 from app.eval.datasets import Case, Suite, load_dataset_file, load_suite
@@ -105,6 +107,9 @@ class RunOutcome:
     calls: int = 0  # provider calls this process made (cache hits excluded)
     already_finished: bool = False  # --resume of a finished run: nothing run, nothing written
     full: Report | None = field(default=None, repr=False)
+    #: each worker process's peak RSS in MB (a CPU-bound run's extra processes, see
+    #: app.eval.workers); the main process's own is its getrusage
+    worker_rss_mb: tuple[float, ...] = ()
 
     @property
     def report(self) -> Report:
@@ -130,8 +135,11 @@ class _Progress:
     started: float = field(default_factory=time.monotonic)
 
     def update(self, result: CaseResult, spent: float) -> None:
+        self.count(bool(result.errors), spent)
+
+    def count(self, errors: bool, spent: float) -> None:
         self.done += 1
-        self.errors += 1 if result.errors else 0
+        self.errors += 1 if errors else 0
         self.cost = spent
         if self.on_update is not None:
             self.on_update(self)
@@ -303,7 +311,7 @@ async def run(
     run_id: str | None = None,
 ) -> RunOutcome:
     """Run (or resume) a suite and write its report. See the module docstring."""
-    from app.llm.engine import Engine, EngineConfig
+    from app.llm.engine import Engine
 
     started = time.monotonic()
     checkpoint: Checkpoint | None = None
@@ -321,6 +329,7 @@ async def run(
             else []
         )
         select_metrics(config.metrics)  # an unknown --metrics name fails here (exit 2)
+        workers.check(config)  # --workers N with a network provider
         suite = load_run_dataset(config)
         cases = select_cases(suite, config.limit, config.shard)
         planned = len(select_cases(suite, config.limit))
@@ -336,20 +345,7 @@ async def run(
             )
         batcher = _batcher(config)
         if engine is None:  # no network yet: the engine connects on its first call
-            engine = own = Engine(
-                EngineConfig(
-                    concurrency=config.concurrency,
-                    cache=config.cache,
-                    refresh_cache=config.refresh_cache,
-                    rpm=config.rpm,
-                    tpm=config.tpm,
-                    timeout_s=config.timeout_s,
-                    max_attempts=config.max_attempts,
-                    max_throttled=2 * config.max_attempts,
-                    retry_budget=config.retry_budget,
-                ),
-                batcher=batcher,
-            )
+            engine = own = workers.engine_for(config, batcher)
         eng: EngineLike = engine
         factory = PipelineFactory(config, eng)
         factory.preflight(cases)  # every prompt the run may render, before any provider call
@@ -361,7 +357,7 @@ async def run(
             checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root)
         base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
         process_key = f"process:{secrets.token_hex(4)}"
-        earlier = [_process_stats(p) for p in checkpoint.processes(except_key=process_key)]
+        earlier = [workers.process_stats(p) for p in checkpoint.processes(except_key=process_key)]
         earlier_s = sum(float(p.get("duration_s", 0.0) or 0.0) for p in checkpoint.processes())
         judges = sorted(n for n, spec in specs().items() if spec.kind == "judge")
         bar = thresholds.bad_judge_score
@@ -382,9 +378,23 @@ async def run(
             on_progress(progress)
         calls_before = _calls(eng)
         stop_reason: str | None = None
-        queue: asyncio.Queue[Case] = asyncio.Queue()
-        for case in todo:
-            queue.put_nowait(case)
+        pending = deque(todo)
+        count = workers.planned(config, len(todo), own_engine=own is not None)
+        pool = workers.start(
+            config,
+            pending,
+            count=count,
+            run_id=run_id,
+            runs_root=runs_root,
+            parent_key=process_key,
+            bad_judge_score=bar,
+        )
+
+        by_workers = [0.0]  # what the worker processes' cases cost
+
+        def reported(d: CaseDigest) -> None:  # a case a worker process finished
+            by_workers[0] += d.cost_usd
+            progress.count(d.has_errors, progress.cost + d.cost_usd)
 
         async def worker() -> None:
             nonlocal stop_reason
@@ -394,26 +404,37 @@ async def run(
                         f"--max-cost {config.max_cost:g} USD reached (spent {progress.cost:.4f})"
                     )
                     return
+                workers.absorb(pool, finished, reported)
                 try:
-                    case = queue.get_nowait()
-                except asyncio.QueueEmpty:
+                    case = pending.popleft()
+                except IndexError:
                     return
                 result = await evaluate_case(case, factory, eng, config, base_ctx)
                 # with this process's counters so far (a later --resume sums every process's)
-                checkpoint.save(result, meta=(process_key, _process_record(eng, started)))
+                checkpoint.save(result, meta=(process_key, workers.process_record(eng, started)))
                 finished[case.id] = digest(result, judges, bar)
-                progress.update(result, spent_before + _spent(eng) - engine_spent_at_start)
+                spent = spent_before + _spent(eng) - engine_spent_at_start + by_workers[0]
+                progress.update(result, spent)
 
         try:
             # with --batch every case is in flight at once, so their calls share batches
-            workers = len(todo) if config.batch else 2 * config.concurrency
-            await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+            tasks = len(todo) if config.batch else 2 * config.concurrency
+            await asyncio.gather(*(worker() for _ in range(max(1, tasks))))
+            if pool is not None:  # the workers' last cases; a dead worker's are run here
+                lost = await pool.finish()
+                workers.absorb(pool, finished, reported)
+                workers.recover(lost, checkpoint, todo, pending, finished, judges, bar, reported)
+                await asyncio.gather(*(worker() for _ in range(max(1, tasks))))
+                earlier = [workers.process_stats(p) for p in checkpoint.processes(process_key)]
         finally:
-            calls = _calls(eng) - calls_before
+            if pool is not None:
+                pool.close()
+            calls = _calls(eng) - calls_before + (pool.calls() if pool is not None else 0)
             factory.close()  # the warm cache: prunes entries unused for 30 days
             if own is not None:
                 await own.aclose()
                 own = None
+        rss = pool.peak_rss_mb() if pool is not None else ()
         results = [finished[c.id] for c in cases if c.id in finished]
         parts = summary_parts(results, specs(), config.seed)
         if stop_reason is None and len(results) < len(cases):
@@ -482,7 +503,7 @@ async def run(
                 parts,
                 len(cases),
                 earlier_s + time.monotonic() - started,
-                _summed_stats(eng, earlier),
+                workers.summed_stats(eng, earlier),
             ),
             partial_reason=stop_reason,
             measured=select_metrics(config.metrics),
@@ -494,12 +515,12 @@ async def run(
                 **dict(summary),
                 cases=[CaseResult.model_validate_json(row) for row in cp.rows(ids)],
             )
-            return RunOutcome(run_id, summary, None, None, calls, full=full)
+            return RunOutcome(run_id, summary, None, None, calls, full=full, worker_rss_mb=rss)
         # the cases go from the checkpoint to the file as they were stored (already
         # validated and checked for NaN when saved), never all in memory at once
         path, md = write_report_rows(summary, lambda: cp.rows(ids), out_dir or reports_dir())
         checkpoint.set("report", str(path))
-        return RunOutcome(run_id, summary, path, md, calls)
+        return RunOutcome(run_id, summary, path, md, calls, worker_rss_mb=rss)
     finally:
         if own is not None:
             await own.aclose()
@@ -561,37 +582,6 @@ def _finished_outcome(
     md = path.with_suffix(".md")
     report = load_report(path)
     return RunOutcome(run_id, report, path, md if md.is_file() else None, 0, True, full=report)
-
-
-def _process_record(engine: object, started: float) -> dict[str, Any]:
-    stats = getattr(engine, "stats", None)
-    return {
-        "engine": stats.as_dict() if isinstance(stats, EngineStats) else None,
-        "duration_s": round(time.monotonic() - started, 3),
-    }
-
-
-def _process_stats(record: dict[str, Any]) -> EngineStats | None:
-    data = record.get("engine")
-    if not isinstance(data, dict):
-        return None
-    known = {k: v for k, v in data.items() if k in EngineStats.__dataclass_fields__}
-    return EngineStats(**known)
-
-
-def _summed_stats(engine: object, earlier: list[EngineStats | None]) -> EngineStats | None:
-    """This process's counters plus those every earlier process of the run recorded."""
-    mine = _stats(engine)
-    parts = [p for p in earlier if p is not None]
-    if mine is None:
-        return EngineStats.summed(parts) if parts else None
-    return EngineStats.summed([*parts, mine]) if parts else mine
-
-
-def _stats(engine: object) -> EngineStats | None:
-    """The engine's counters; ``None`` for an engine without them (a test double)."""
-    stats = getattr(engine, "stats", None)
-    return stats.copy() if isinstance(stats, EngineStats) else None
 
 
 def run_sync(config: RunConfig, **kw: Any) -> RunOutcome:
