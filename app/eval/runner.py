@@ -415,6 +415,10 @@ async def run(
                 finished[case.id] = digest(result, judges, bar)
                 spent = spent_before + _spent(eng) - engine_spent_at_start + by_workers[0]
                 progress.update(result, spent)
+                del result  # not held while other cases run (a 10,000-case run never holds all)
+                # an offline case never suspends: without this a Ctrl-C (a cancel) would wait
+                # for the whole queue
+                await asyncio.sleep(0)
 
         try:
             # with --batch every case is in flight at once, so their calls share batches

@@ -226,6 +226,9 @@ class Pool:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=env,
+                # its own process group: a Ctrl-C reaches the main process only, which
+                # stops its workers (a worker interrupted mid-import would print a traceback)
+                process_group=0,
             )
             child = _Child(proc)
             assert proc.stdin is not None
@@ -408,6 +411,7 @@ async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
                     record = process_record(engine, started, worker_of=hello["parent_key"])
                     checkpoint.save(result, meta=(key, record))
                     done.append(digest(result, judges, bar))
+                    await asyncio.sleep(0)  # let a cancel (Ctrl-C) in: see the runner
 
             tasks = min(len(batch), 2 * config.concurrency)
             await asyncio.gather(*(work(todo, done) for _ in range(tasks)))
