@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.retrieval.bm25 import BM25
 from app.retrieval.kb import Chunk, KnowledgeBase, can_read
@@ -40,6 +40,12 @@ class Hit:
 class _View:
     chunks: tuple[Chunk, ...]
     bm25: BM25
+    positions: dict[str, int] = field(default_factory=dict)  # chunk id -> its first position
+
+
+#: (query, readable groups) -> the query's terms and every readable chunk's normalised score
+#: (the reranker asks score() once per candidate and query variant)
+LEXICAL_CACHE = 256
 
 
 class Retriever:
@@ -49,6 +55,7 @@ class Retriever:
         self.kb = kb
         self._views: dict[frozenset[str], _View] = {}
         self._lock = threading.Lock()
+        self._terms: dict[tuple[str, frozenset[str]], tuple[list[str], list[float]]] = {}
 
     def _view(self, user_acl: Iterable[str]) -> _View:
         groups = frozenset(user_acl) | {"public"}
@@ -56,11 +63,33 @@ class Retriever:
             view = self._views.get(groups)
             if view is None:
                 readable = tuple(c for c in self.kb.chunks if can_read(groups, c.acl))
+                positions: dict[str, int] = {}
+                for i, c in enumerate(readable):
+                    positions.setdefault(c.chunk_id, i)
                 view = _View(
-                    readable, BM25([tokenize(self._index_text(c), query=False) for c in readable])
+                    readable,
+                    BM25([tokenize(self._index_text(c), query=False) for c in readable]),
+                    positions,
                 )
                 self._views[groups] = view
             return view
+
+    def _lexical(self, query: str, user_acl: Iterable[str]) -> tuple[_View, list[str], list[float]]:
+        """The view, ``tokenize(query)`` and every readable chunk's normalised score
+        (``BM25.normalized_scores``: the same floats as ``normalized_score`` one by one),
+        memoised per (query, view), at most :data:`LEXICAL_CACHE` entries."""
+        view = self._view(user_acl)
+        key = (query, frozenset(user_acl) | {"public"})
+        with self._lock:
+            found = self._terms.get(key)
+        if found is None:
+            terms = tokenize(query)
+            found = (terms, view.bm25.normalized_scores(terms) if terms else [])
+            with self._lock:
+                if len(self._terms) >= LEXICAL_CACHE:
+                    self._terms.clear()
+                self._terms[key] = found
+        return view, found[0], found[1]
 
     @staticmethod
     def _index_text(chunk: Chunk) -> str:
@@ -73,8 +102,7 @@ class Retriever:
 
     def search(self, query: str, user_acl: Iterable[str], k: int = 5) -> list[Hit]:
         """Top-``k`` readable chunks for ``query``, best first (empty when nothing matches)."""
-        view = self._view(user_acl)
-        terms = tokenize(query)
+        view, terms, _ = self._lexical(query, user_acl)
         if not terms or not view.chunks:
             return []
         scored = view.bm25.scores(terms)
@@ -86,9 +114,6 @@ class Retriever:
 
     def score(self, query: str, chunk: Chunk, user_acl: Iterable[str]) -> float:
         """The normalised score of one readable chunk for ``query`` (0.0 if not readable)."""
-        view = self._view(user_acl)
-        terms = tokenize(query)
-        for i, c in enumerate(view.chunks):
-            if c.chunk_id == chunk.chunk_id:
-                return round(view.bm25.normalized_score(terms, i), 6) if terms else 0.0
-        return 0.0
+        view, terms, normalized = self._lexical(query, user_acl)
+        i = view.positions.get(chunk.chunk_id)
+        return round(normalized[i], 6) if terms and i is not None else 0.0

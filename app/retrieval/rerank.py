@@ -56,14 +56,20 @@ class LexicalReranker:
         self, queries: Sequence[str], hits: Sequence[Hit], user_acl: Iterable[str]
     ) -> list[Hit]:
         groups = list(user_acl)
+        score = self._retriever.score
         out = []
         for hit in hits:
-            best, best_q = hit.score, hit.query
+            best, best_q, higher = hit.score, hit.query, False
             for q in queries:
-                s = self._retriever.score(q, hit.chunk, groups)
+                s = score(q, hit.chunk, groups)
                 if s > best:
-                    best, best_q = s, q
-            out.append(replace(hit, score=best, query=best_q))
+                    best, best_q, higher = s, q, True
+            if not higher:  # no variant scored higher: the hit as it is
+                out.append(hit)
+            elif type(hit) is Hit:  # (dataclasses.replace, without its per-call field walk)
+                out.append(Hit(hit.chunk, best, hit.raw_score, best_q))
+            else:
+                out.append(replace(hit, score=best, query=best_q))
         return sort_hits(out)
 
 

@@ -308,3 +308,46 @@ def test_all_documents_scored_at_once_give_the_same_floats_as_one_by_one() -> No
         ], question
         checked += sum(1 for v in expected if v > 0)
     assert checked > 1000  # many non-zero scores compared, not only zeros
+
+
+def test_retriever_score_and_search_equal_the_per_chunk_formula_on_every_question() -> None:
+    """The lexical retriever memoises a query's terms and its view's normalised scores per
+    (query, view) and finds a chunk by a position map. Expected values: the former path,
+    written out here — tokenize per call, a scan for the chunk, ``normalized_score`` with its
+    own weights; search()'s sort over ``scores()`` — on every suite question with its ACL."""
+    import json
+
+    from app.paths import kb_dir, repo_root
+
+    kb = load_kb(kb_dir())
+    retriever = Retriever(kb)
+    cases = [
+        json.loads(line)
+        for path in sorted((repo_root() / "tests" / "eval" / "datasets").glob("*_v*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    assert len(cases) > 500
+    nonzero = 0
+    for case in cases:
+        question, acl = case["question"], case.get("acl") or ["public"]
+        view = retriever._view(acl)
+        terms = tokenize(question)
+        scored = sorted(
+            view.bm25.scores(terms) if terms else [],
+            key=lambda item: (-item[1], -item[2], view.chunks[item[0]].chunk_id),
+        )
+        expected = [
+            (view.chunks[i].chunk_id, round(norm, 6), round(raw, 6)) for i, norm, raw in scored
+        ]
+        hits = retriever.search(question, acl, k=5)
+        assert [(h.chunk_id, h.score, h.raw_score) for h in hits] == expected[:5], question
+        for chunk in kb.chunks:
+            old = 0.0
+            for i, c in enumerate(view.chunks):
+                if c.chunk_id == chunk.chunk_id:
+                    old = round(view.bm25.normalized_score(terms, i), 6) if terms else 0.0
+                    break
+            assert retriever.score(question, chunk, acl) == old, (question, chunk.chunk_id)
+            nonzero += old > 0
+    assert nonzero > 1000
