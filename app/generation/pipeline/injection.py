@@ -21,7 +21,10 @@ cues (``developer mode``, ``system:`` at a line start, ``I'm the admin``) flag o
 and a benign reading (``ignore my previous question``) carries a negative weight.
 
 Every pattern is linear (bounded gaps, no nested quantifiers) and the views are built
-once, so :func:`scan` is O(len(text) × number of signals).
+once, so :func:`scan` is O(len(text) × number of signals). Most texts are benign, so a
+signal's regex runs only on a view that holds one of the plain strings every match of it
+contains (:func:`required_literals`, read from the pattern; all of them found in one pass
+over the view): the same result as searching every signal in every view, tested.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ import re
 import tomllib
 import unicodedata
 import urllib.parse
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from app.text.analyser import CJK_CLASS
 from app.text.normalise import nfkc, strip_invisible
@@ -58,6 +63,7 @@ _CJK_GAP = re.compile(rf"(?<=[{CJK_CLASS}])[\s._\-*·/|+~_]{{1,3}}(?=[{CJK_CLASS
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _ESCAPES = re.compile(r"(?:%[0-9a-fA-F]{2}){3,}|(?:\\u[0-9a-fA-F]{4}){3,}")
 _MACRO = re.compile(r"\{([a-z_]+)\}")
+_ASCII_LETTERS = re.compile("[A-Za-z]")
 
 
 def _folded(text: str) -> str:
@@ -90,7 +96,7 @@ def _decoded(text: str) -> list[str]:
             continue
         if decoded.isprintable():
             out.append(decoded)
-    if sum(c.isascii() and c.isalpha() for c in text) >= 12:
+    if len(_ASCII_LETTERS.findall(text)) >= 12:  # the ASCII letters: c.isascii() and c.isalpha()
         out.append(codecs.encode(text, "rot13"))
     for run in _ESCAPES.findall(text)[:20]:
         if run.startswith("%"):
@@ -119,6 +125,89 @@ class Signal:
     name: str
     weight: float
     regex: re.Pattern[str]
+    #: strings one of which every match of ``regex`` contains (:func:`required_literals`);
+    #: a view holding none of them cannot match, so it is not searched. None: no such set
+    needs: frozenset[str] | None = None
+
+
+_MAX_NEEDS = 64  # a longer list of strings costs more to test than it saves
+
+
+def required_literals(pattern: str) -> frozenset[str] | None:
+    """A set of strings such that every match of ``pattern`` (compiled without flags, as
+    the signals are) contains at least one of them, or None when none is found.
+
+    Read from the pattern's parse tree (:mod:`re`'s own parser): a run of literal
+    characters must appear as it is (zero-width assertions such as ``\\b`` or lookarounds
+    consume nothing, so the run goes on across them); an alternation needs one of its
+    branches' sets; a group or a repeat of at least once needs its content's; anything else
+    (classes, optional parts, case-insensitive flags) gives nothing. Of a sequence's
+    candidates the one with the longest shortest string is kept. Any surprise in the tree
+    gives None (the regex is then always run): a wrong answer here could only make the
+    scan skip a real match, so it never guesses."""
+    try:
+        from re import _constants as c  # type: ignore[attr-defined]
+        from re import _parser as parser  # type: ignore[attr-defined]
+
+        tree = parser.parse(pattern)
+        if tree.state.flags & (re.IGNORECASE | re.LOCALE):
+            return None
+        found = _sequence_needs(list(tree), c)
+    except Exception:
+        return None
+    if found is None or not found or len(found) > _MAX_NEEDS or "" in found:
+        return None
+    return found
+
+
+def _sequence_needs(items: list[tuple[Any, Any]], c: Any) -> frozenset[str] | None:
+    candidates: list[frozenset[str]] = []
+    run: list[str] = []
+    zero_width = {c.AT, c.ASSERT, c.ASSERT_NOT}
+    for op, av in items:
+        if op is c.LITERAL:
+            run.append(chr(av))
+            continue
+        if op in zero_width:
+            continue
+        if run:
+            candidates.append(frozenset({"".join(run)}))
+            run = []
+        sub = _item_needs(op, av, c)
+        if sub is not None:
+            candidates.append(sub)
+    if run:
+        candidates.append(frozenset({"".join(run)}))
+    if not candidates:
+        return None
+    return max(candidates, key=lambda s: (min(len(x) for x in s), -len(s)))
+
+
+def _item_needs(op: Any, av: Any, c: Any) -> frozenset[str] | None:
+    if op is c.BRANCH:
+        union: set[str] = set()
+        for alternative in av[1]:
+            sub = _sequence_needs(list(alternative), c)
+            if sub is None:
+                return None
+            union |= sub
+        return frozenset(union)
+    if op is c.SUBPATTERN:
+        _group, add_flags, _del_flags, sub_tree = av
+        if add_flags & (re.IGNORECASE | re.LOCALE):
+            return None
+        return _sequence_needs(list(sub_tree), c)
+    if op is getattr(c, "ATOMIC_GROUP", None):
+        return _sequence_needs(list(av), c)
+    if op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
+        low, _high, sub_tree = av
+        return _sequence_needs(list(sub_tree), c) if low >= 1 else None
+    if op is c.IN:
+        members = list(av)
+        if members and all(m_op is c.LITERAL for m_op, _v in members):
+            return frozenset(chr(v) for _op, v in members)
+        return None
+    return None
 
 
 @dataclass(frozen=True)
@@ -126,6 +215,54 @@ class SignalSet:
     threshold: float
     family_cap: float
     signals: tuple[Signal, ...]
+    # every signal's needs in one alternation, longest first (searched again one character
+    # after each occurrence: overlapping ones count); each string -> the needs it starts with
+    _literals: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _prefixes: dict[str, frozenset[str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    # needed string -> the signals (by position) that need it; signals without needs
+    _needed_by: dict[str, tuple[int, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _always: tuple[int, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        strings = sorted(
+            {x for s in self.signals for x in (s.needs or ())}, key=lambda x: (-len(x), x)
+        )
+        if strings:
+            alternation = "|".join(re.escape(x) for x in strings)
+            object.__setattr__(self, "_literals", re.compile(alternation))
+            prefixes = {x: frozenset(y for y in strings if x.startswith(y)) for x in strings}
+            object.__setattr__(self, "_prefixes", prefixes)
+        needed_by = {
+            x: tuple(i for i, s in enumerate(self.signals) if s.needs and x in s.needs)
+            for x in strings
+        }
+        object.__setattr__(self, "_needed_by", needed_by)
+        always = tuple(i for i, s in enumerate(self.signals) if s.needs is None)
+        object.__setattr__(self, "_always", always)
+
+    def candidates(self, present: Iterable[str]) -> list[int]:
+        """The signals (by position, in file order) that may match a text whose views hold
+        the needed strings ``present``: those without needs and those needing one of them."""
+        out = set(self._always)
+        for x in present:
+            out.update(self._needed_by[x])
+        return sorted(out)
+
+    def present(self, view: str) -> set[str]:
+        """The signals' needed strings that occur in ``view``. At each position the
+        alternation takes the longest one starting there; every shorter one starting there
+        is a prefix of it, so all of them are found."""
+        found: set[str] = set()
+        if self._literals is not None:
+            search, prefixes, pos = self._literals.search, self._prefixes, 0
+            while (m := search(view, pos)) is not None:  # every start, overlaps included
+                found.update(prefixes[m.group()])
+                pos = m.start() + 1
+        return found
 
 
 @dataclass(frozen=True)
@@ -166,7 +303,15 @@ def load_signals(path: Path = SIGNALS_PATH) -> SignalSet:
         name = str(entry.get("name", "?"))
         try:
             regex = re.compile(expand(str(entry["pattern"]), name))
-            signals.append(Signal(str(entry["family"]), name, float(entry["weight"]), regex))
+            signals.append(
+                Signal(
+                    str(entry["family"]),
+                    name,
+                    float(entry["weight"]),
+                    regex,
+                    required_literals(regex.pattern),
+                )
+            )
         except (KeyError, re.error, TypeError) as exc:
             raise SignalFileError(f"{path}: signal {name}: {exc}") from None
     return SignalSet(float(data["threshold"]), float(data["family_cap"]), tuple(signals))
@@ -181,9 +326,14 @@ def scan(text: str, signal_set: SignalSet | None = None) -> Finding:
     """Score ``text`` against the signals on all its views (linear in ``len(text)``)."""
     ss = signal_set or _default()
     vs = list(dict.fromkeys(views(text).values()))
+    present = [ss.present(view) for view in vs]
     hit: dict[str, tuple[Signal, str]] = {}
-    for sig in ss.signals:
-        for view in vs:
+    for index in ss.candidates(set().union(*present)):  # the others cannot match
+        sig = ss.signals[index]
+        for view, there in zip(vs, present, strict=True):
+            # a view holding none of the strings every match contains cannot match
+            if sig.needs is not None and sig.needs.isdisjoint(there):
+                continue
             m = sig.regex.search(view)
             if m:
                 hit[f"{sig.family}/{sig.name}"] = (sig, m.group(0))
