@@ -28,7 +28,7 @@ import logging
 import random
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -214,6 +214,7 @@ class Engine:
         self._limiter: Limiter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._providers: dict[str, Provider] = {}
+        self._routes: dict[str, _Route] = {}  # provider string -> its spec and instance
         self._cache = ResponseCache(self.config.cache_path) if self.config.cache else None
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
         self._heartbeat: asyncio.Task[None] | None = None
@@ -242,6 +243,7 @@ class Engine:
         if heartbeat is not None and not heartbeat.done():
             heartbeat.cancel()
         providers, self._providers = list(self._providers.values()), {}
+        self._routes = {}
         for provider in providers:
             await provider.aclose()
         if self._cache is not None:
@@ -269,9 +271,14 @@ class Engine:
         self, provider: str, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
         """One completion for ``request`` from ``provider`` (a provider string)."""
-        spec = parse_provider(provider)
-        self._bind_loop()
-        impl = self.provider(spec)  # ConfigError (missing key) surfaces here
+        if self._loop is not asyncio.get_running_loop():
+            self._bind_loop()
+        route = self._routes.get(provider)
+        if route is None:
+            spec = parse_provider(provider)
+            route = _Route(spec, self.provider(spec))  # ConfigError (missing key) here
+            self._routes[provider] = route
+        spec, impl = route.spec, route.impl
         if self._cache is None or not impl.cacheable:
             done = await self._call(spec, impl, request, sample_index)
             record_call(None, done)
@@ -410,6 +417,7 @@ class Engine:
         if self._loop is not loop:  # first use, or a new asyncio.run(): loop-bound state anew
             if self._loop is not None:
                 self._providers.clear()  # their HTTP pools belong to the old loop
+                self._routes.clear()
                 self._inflight.clear()
                 self._heartbeat = None
             self._loop = loop
@@ -441,31 +449,45 @@ class Engine:
         self, spec: ProviderSpec, impl: Provider, request: ChatRequest, sample_index: int
     ) -> Completion:
         limiter = self._get_limiter()
-        est_tokens = _estimate_tokens(request)
+        label, endpoint, timeout_s = str(spec), spec.endpoint, self.config.timeout_s
+        in_process = impl.in_process
+        est_tokens = _estimate_tokens(request) if limiter.rate_limited else 0
+        by_provider = self.stats.by_provider
         attempt = failures = throttled = 0
         self._budget.request()
         while True:
             attempt += 1
             self.stats.calls += 1
-            self.stats.by_provider[str(spec)] = self.stats.by_provider.get(str(spec), 0) + 1
+            by_provider[label] = by_provider.get(label, 0) + 1
             try:
-                async with limiter.slot(spec.endpoint, est_tokens) as tpm_event:
+                if in_process and limiter.free(endpoint):
+                    # every slot is free and no rate limit applies, and the call returns
+                    # without awaiting: no other task runs before it is done, so holding
+                    # the slots around it or a deadline (which can only fire at an await)
+                    # would change nothing
                     started = time.perf_counter()
-                    try:
-                        async with asyncio.timeout(self.config.timeout_s):
-                            completion = await impl.generate(
-                                request, model=spec.model, timeout_s=self.config.timeout_s
-                            )
-                    except TimeoutError:
-                        self.stats.timeouts += 1
-                        raise ProviderError(
-                            f"{spec}: no answer within {self.config.timeout_s:g}s "
-                            "(EngineConfig.timeout_s / --timeout)",
-                            provider=str(spec),
-                            retryable=True,
-                        ) from None
+                    completion = _run_in_process(
+                        impl.generate(request, model=spec.model, timeout_s=timeout_s), label
+                    )
                     latency = time.perf_counter() - started
-                    limiter.record_tokens(spec.endpoint, tpm_event, completion.usage.total_tokens)
+                else:
+                    async with limiter.slot(endpoint, est_tokens) as tpm_event:
+                        started = time.perf_counter()
+                        try:
+                            async with asyncio.timeout(timeout_s):
+                                completion = await impl.generate(
+                                    request, model=spec.model, timeout_s=timeout_s
+                                )
+                        except TimeoutError:
+                            self.stats.timeouts += 1
+                            raise ProviderError(
+                                f"{spec}: no answer within {timeout_s:g}s "
+                                "(EngineConfig.timeout_s / --timeout)",
+                                provider=label,
+                                retryable=True,
+                            ) from None
+                        latency = time.perf_counter() - started
+                        limiter.record_tokens(endpoint, tpm_event, completion.usage.total_tokens)
             except ProviderError as exc:
                 if not exc.provider:
                     exc.provider = str(spec)
@@ -522,7 +544,7 @@ class Engine:
                 )
                 await asyncio.sleep(delay)
                 continue
-            limiter.replied(spec.endpoint, ok=True)
+            limiter.replied(endpoint, ok=True)
             return self._account(spec, completion, latency, sample_index)
 
     async def _batched(
@@ -563,13 +585,46 @@ class Engine:
             s.unpriced_calls += 1
         else:
             s.cost_usd += cost
-        return replace(
-            completion,
-            latency_s=round(latency, 6),
-            cost_usd=cost,
-            cached=False,
-            sample_index=sample_index,
+        # what dataclasses.replace(completion, latency_s=…, cost_usd=…, cached=False,
+        # sample_index=…) gives, without its per-field walk (once per provider call)
+        return Completion(
+            completion.text,
+            completion.provider,
+            completion.model,
+            completion.finish_reason,
+            usage,
+            round(latency, 6),
+            completion.request_id,
+            cost,
+            False,
+            sample_index,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """A provider string's parse and its provider instance (the same for every call)."""
+
+    spec: ProviderSpec
+    impl: Provider
+
+
+def _run_in_process(call: Coroutine[Any, Any, Completion], label: str) -> Completion:
+    """Run an ``in_process`` provider's ``generate`` to its end in one step; one that
+    awaits anything broke that promise and is refused (it would run without a slot and a
+    deadline)."""
+    try:
+        call.send(None)
+    except StopIteration as done:
+        result: Completion = done.value
+        return result
+    call.close()
+    raise ProviderError(
+        f"{label}: the provider says in_process (generate() never awaits) but its "
+        "generate() awaited; set in_process = False on its class",
+        provider=label,
+        retryable=False,
+    )
 
 
 def _estimate_tokens(request: ChatRequest) -> int:

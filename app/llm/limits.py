@@ -194,6 +194,19 @@ class Limiter:
         self._rpm: dict[str, SlidingWindow] = {}
         self._tpm: dict[str, SlidingWindow] = {}
 
+    @property
+    def rate_limited(self) -> bool:
+        """True when an rpm or tpm limit applies (a slot may then wait for the window)."""
+        return bool(self._rpm_limit or self._tpm_limit)
+
+    def free(self, endpoint: str) -> bool:
+        """True when :meth:`slot` for ``endpoint`` would be granted now without waiting:
+        no rate limit, a free global slot and a free endpoint slot nobody queues for."""
+        if self._rpm_limit or self._tpm_limit or self._global.locked():
+            return False
+        sem = self._per.get(endpoint)
+        return sem is None or (sem.in_use < sem.limit and not sem._waiters)
+
     def _sem(self, endpoint: str) -> AdaptiveLimit:
         sem = self._per.get(endpoint)
         if sem is None:

@@ -35,6 +35,11 @@ class Provider(ABC):
     #: True when a completion is a pure function of the request (no sampling, no state):
     #: a judge that is asked once per metric and case, its other samples repeat that verdict.
     deterministic: ClassVar[bool] = False
+    #: True: ``generate`` computes its answer in this process and returns without awaiting
+    #: anything (no I/O, no sleep). The engine then runs it without a concurrency slot or a
+    #: deadline when every slot is free (neither could change anything: no other task runs
+    #: until it returns, and a deadline fires only at an await); one that awaits is refused.
+    in_process: ClassVar[bool] = False
 
     def __init__(self, spec: ProviderSpec) -> None:
         self.spec = spec

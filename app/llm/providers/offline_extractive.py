@@ -364,6 +364,7 @@ class ExtractiveProvider(Provider):
     family = "offline"
     cacheable = False
     deterministic = True
+    in_process = True
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
         task = offline_tasks.task_name(request)

@@ -163,6 +163,7 @@ class ReferenceJudgeProvider(Provider):
     family = "offline"
     cacheable = False
     deterministic = True
+    in_process = True
 
     def __init__(self, spec: ProviderSpec) -> None:
         super().__init__(spec)
