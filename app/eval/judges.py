@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from app.errors import ConfigError, JudgeParseError, ProviderError
 from app.eval.judge_table import JudgeInput, JudgeMetric
 from app.eval.metrics.base import Score
-from app.llm.spec import parse_provider
+from app.llm.spec import ProviderSpec, parse_provider
 from app.llm.types import ChatRequest, EngineLike, Message
 
 if TYPE_CHECKING:
@@ -145,7 +145,9 @@ def check_judge(candidate: str, judge: str, *, allow_weak: bool = False) -> list
 
 def parse_judge(text: str) -> tuple[float, str]:
     """``(score, reasoning)`` from a judge reply, or :class:`JudgeParseError`."""
-    body = _FENCE.sub("", text.strip())
+    body = text.strip()
+    if "`" in body:  # a fenced reply (the replacement finds nothing in any other)
+        body = _FENCE.sub("", body)
     start, end = body.find("{"), body.rfind("}")
     if start < 0 or end <= start:
         raise JudgeParseError(f"no JSON object in judge reply: {text[:80]!r}")
@@ -263,20 +265,32 @@ async def run_judge(
     return aggregate(samples, prompt.qualified_version)
 
 
+#: model string -> (the ProviderSpec it parsed to, deterministic): the spec is the parser's
+#: cached object, replaced when a provider is registered, so a stale entry is never used
+_DETERMINISTIC: dict[str, tuple[ProviderSpec, bool]] = {}
+
+
 def deterministic(model: str) -> bool:
     """Whether the provider serving ``model`` gives a verdict that is a pure function of
     its request (:attr:`Provider.deterministic <app.llm.providers.base.Provider.deterministic>`):
     asking it again for another sample can only repeat the first one."""
+    spec = parse_provider(model)
+    known = _DETERMINISTIC.get(model)
+    if known is not None and known[0] is spec:
+        return known[1]
     from app.llm.providers import provider_class
 
-    return provider_class(parse_provider(model)).deterministic
+    flag = provider_class(spec).deterministic
+    _DETERMINISTIC[model] = (spec, flag)
+    return flag
 
 
 def repeated(first: JudgeSample, n: int) -> list[JudgeSample]:
     """``n`` samples of a deterministic judge from the one it was asked for: the same score,
     reasoning, error and repaired flag with indices ``0..n-1``; its cost is counted once
     (the calls not made cost nothing)."""
-    return [first, *(replace(first, index=i, cost_usd=0.0) for i in range(1, n))]
+    score, why, error, repaired = first.score, first.reasoning, first.error, first.repaired
+    return [first, *(JudgeSample(i, score, why, error, repaired, 0.0) for i in range(1, n))]
 
 
 T = TypeVar("T")

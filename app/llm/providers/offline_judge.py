@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import functools
 import json
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from app.errors import ConfigError
 from app.llm.providers.base import Provider
-from app.llm.providers.offline_extractive import offline_completion, payload_json
-from app.llm.spec import ProviderSpec
+from app.llm.providers.offline_extractive import offline_completion
 from app.llm.types import ChatRequest, Completion
 from app.text import Matcher, is_refusal, numbers, sentences, strip_citations, tokenize
 
@@ -71,6 +69,13 @@ def _matcher(whole: str) -> Matcher:
     return Matcher(whole)
 
 
+@functools.lru_cache(maxsize=64)
+def _refuses(text: str) -> bool:
+    """:func:`app.text.is_refusal`, once per text: each of a case's rules asks it of the
+    same candidate."""
+    return is_refusal(text)
+
+
 def share(part: str, whole: str) -> tuple[float, int]:
     """(share of ``part``'s distinct content tokens found in ``whole``, their count)."""
     need = _terms(part)
@@ -83,7 +88,7 @@ def share(part: str, whole: str) -> tuple[float, int]:
 def faithfulness(candidate: str, context: str) -> dict[str, object]:
     if not candidate.strip():
         return {"score": 1, "reasoning": "empty answer", "hallucinations": []}
-    if is_refusal(candidate):
+    if _refuses(candidate):
         return {
             "score": 5,
             "reasoning": "the answer is a refusal and makes no claim beyond the context",
@@ -99,8 +104,8 @@ def faithfulness(candidate: str, context: str) -> dict[str, object]:
 
 
 def correctness(candidate: str, golden: str, expected_refusal: bool) -> dict[str, object]:
-    golden_refuses = expected_refusal or is_refusal(golden)
-    cand_refuses = is_refusal(candidate)
+    golden_refuses = expected_refusal or _refuses(golden)
+    cand_refuses = _refuses(candidate)
     if golden_refuses:
         ok = cand_refuses
         return {
@@ -112,9 +117,10 @@ def correctness(candidate: str, golden: str, expected_refusal: bool) -> dict[str
         return {"score": 1, "reasoning": "the answer refuses but the reference answers"}
     recall, n = share(golden, candidate)
     score = band(recall)
-    missing = sorted(set(numbers(golden)) - set(numbers(candidate)))
     note = ""
-    if missing and score > 3:
+    # a missing number caps the score at 3: only a score above 3 needs the numbers
+    missing = sorted(set(numbers(golden)) - set(numbers(candidate))) if score > 3 else []
+    if missing:
         score = 3
         note = f"; numbers of the reference missing from the answer: {', '.join(missing)}"
     return {
@@ -124,7 +130,7 @@ def correctness(candidate: str, golden: str, expected_refusal: bool) -> dict[str
 
 
 def relevance(candidate: str, question: str) -> dict[str, object]:
-    if is_refusal(candidate):
+    if _refuses(candidate):
         return {"score": 3, "reasoning": "the answer is a refusal: on topic but no answer"}
     overlap, n = share(question, candidate)
     return {
@@ -146,47 +152,18 @@ def judge(request: ChatRequest) -> dict[str, object]:
     return rule(request.variables, request.metadata)
 
 
-#: recent verdicts kept per provider: a case's judge samples are the same request (the
-#: verdict is a pure function of it), asked back to back; small, so it never grows with a run
-RECENT = 256
-
-
 class ReferenceJudgeProvider(Provider):
     """Deterministic overlap judge; see the module docstring for its rules.
 
-    The verdict is a pure function of the request, so the last :data:`RECENT` completions
-    are kept by the request's content: a case's 2nd and 3rd sample are not recomputed. The
-    samples of one metric are one :class:`ChatRequest` object (frozen), so a request asked
-    again is first looked up by identity (the object is held while kept, so its id is not
-    reused) before its content is serialised for the lookup."""
+    The verdict is a pure function of the request (``deterministic``): the judges ask it
+    once per metric and case and repeat that verdict for the other samples
+    (:func:`app.eval.judges.run_judge`), so it keeps no verdicts of its own."""
 
     family = "offline"
     cacheable = False
     deterministic = True
     in_process = True
 
-    def __init__(self, spec: ProviderSpec) -> None:
-        super().__init__(spec)
-        self._recent: OrderedDict[str, Completion] = OrderedDict()
-        self._asked: OrderedDict[tuple[int, str], tuple[ChatRequest, Completion]] = OrderedDict()
-
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
-        asked = self._asked.get((id(request), model))
-        if asked is not None and asked[0] is request:
-            return asked[1]
-        payload = payload_json(request)
-        key = f"{model}\n{payload}"
-        done = self._recent.get(key)
-        if done is not None:
-            self._recent.move_to_end(key)
-        else:
-            verdict = judge(request)
-            text = json.dumps(verdict, ensure_ascii=False)
-            done = offline_completion(request, text, model, payload=payload)
-            self._recent[key] = done
-            if len(self._recent) > RECENT:
-                self._recent.popitem(last=False)
-        self._asked[(id(request), model)] = (request, done)
-        if len(self._asked) > RECENT:
-            self._asked.popitem(last=False)
-        return done
+        text = json.dumps(judge(request), ensure_ascii=False)
+        return offline_completion(request, text, model)

@@ -377,13 +377,16 @@ def test_the_question_is_read_without_the_tags_a_prompt_wraps_it_in() -> None:
     assert question_of(plain) == "年假有几天？"
 
 
-async def test_judge_samples_of_one_request_are_one_verdict_kept_not_recomputed(
+async def test_the_reference_judge_is_a_pure_function_of_its_request(
     engine_factory: EngineFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14: a case's judge samples are one request; the deterministic verdict is
-    computed once and kept (a bounded recent set), a different request is computed anew."""
-    from app.llm.providers import offline_judge
+    """Issue 14: the offline judge declares itself deterministic (the judges then ask it
+    once per metric and case, tests/unit/eval/test_judges.py); the same request content
+    gives the same completion, computed each time it is asked (it keeps nothing)."""
+    from app.llm.providers import offline_judge, provider_class
+    from app.llm.spec import parse_provider
 
+    assert provider_class(parse_provider("offline:reference-judge")).deterministic is True
     calls: list[str] = []
     rule = offline_judge.judge
 
@@ -394,19 +397,17 @@ async def test_judge_samples_of_one_request_are_one_verdict_kept_not_recomputed(
     monkeypatch.setattr(offline_judge, "judge", counting)
     engine = engine_factory()
     one = judge("relevance", candidate="年假有15天。", question="年假有几天？")
+    again = judge("relevance", candidate="年假有15天。", question="年假有几天？")
     other = judge("relevance", candidate="总部在上海。", question="年假有几天？")
-    first = [
-        await engine.generate("offline:reference-judge", one, sample_index=i) for i in range(3)
-    ]
-    second = await engine.generate("offline:reference-judge", other)
-    assert calls == ["年假有15天。", "总部在上海。"]
-    assert {c.text for c in first} == {json.dumps(rule(one), ensure_ascii=False)}
-    assert second.text == json.dumps(rule(other), ensure_ascii=False) != first[0].text
-    # bounded: after RECENT other requests the first is computed again
-    for i in range(offline_judge.RECENT):
-        await engine.generate("offline:reference-judge", judge("relevance", candidate=f"x{i}"))
-    await engine.generate("offline:reference-judge", one)
-    assert calls.count("年假有15天。") == 2
+    first = await engine.generate("offline:reference-judge", one)
+    second = await engine.generate("offline:reference-judge", again)
+    third = await engine.generate("offline:reference-judge", other)
+    assert calls == ["年假有15天。", "年假有15天。", "总部在上海。"]
+    assert first.text == second.text == json.dumps(rule(one), ensure_ascii=False)
+    assert (first.usage, first.request_id) == (second.usage, second.request_id)
+    assert third.text == json.dumps(rule(other), ensure_ascii=False) != first.text
+    assert third.request_id != first.request_id
+    assert engine.stats.calls == 3  # the engine counts every call made
 
 
 # rule 4: no sentence shares a term with the question -> dense relevance within document [1]
