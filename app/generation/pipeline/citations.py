@@ -46,11 +46,16 @@ def is_uncertain(text: str) -> bool:
     return any(m in folded for m in UNCERTAIN_MARKERS)
 
 
+_LIST_SEP = re.compile(r"\s*[,，、]\s*")
+_RANGE = re.compile(r"\d+\s*[\-–]\s*\d+")
+_RANGE_SEP = re.compile(r"\s*[\-–]\s*")
+
+
 def _numbers(group: str) -> list[int]:
     out: list[int] = []
-    for part in re.split(r"\s*[,，、]\s*", group):
-        if re.fullmatch(r"\d+\s*[\-–]\s*\d+", part):
-            lo, hi = (int(x) for x in re.split(r"\s*[\-–]\s*", part))
+    for part in _LIST_SEP.split(group):
+        if _RANGE.fullmatch(part):
+            lo, hi = (int(x) for x in _RANGE_SEP.split(part))
             out.extend(range(lo, hi + 1) if 0 < hi - lo < 20 else (lo, hi))
         elif part.strip().isdigit():
             out.append(int(part))

@@ -63,6 +63,8 @@ from app.generation.pipeline.trace import (
     sent_messages,
 )
 from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
+from app.generation.registry.loader import PromptSpec
+from app.generation.registry.render import render_spec
 from app.limits import check_history, check_question
 from app.llm.tokens import get_counter
 from app.llm.types import Completion, EngineLike, Message, coerce_history
@@ -170,13 +172,16 @@ class Pipeline:
         model: str,
         variables: Mapping[str, str],
         history: Sequence[Message] = (),
+        spec: PromptSpec | None = None,
     ) -> RenderedPrompt:
+        """Render ``prompt_id`` (``spec``: the registry's spec for it, when the caller
+        looked it up already: the same render without a second lookup)."""
         if (prompt_id, model) not in self._planned:
             raise RuntimeError(  # a bug: planned_prompts() must list what the runtime renders
                 f"internal error: {prompt_id} for {model} is not in planned_prompts()"
             )
-        return self.registry.render(
-            prompt_id,
+        return render_spec(
+            spec if spec is not None else self.registry.get(prompt_id),
             model=model,
             variables=variables,
             history=history,
@@ -339,7 +344,9 @@ class Pipeline:
         )
 
         # 5. summary memory within max_tokens − prompt length
-        base = self._render(prompt_id, cfg.model, {**variables, **_blank(spec.variables)})
+        base = self._render(
+            prompt_id, cfg.model, {**variables, **_blank(spec.variables)}, spec=spec
+        )
         prompt_tokens = self.counter.count(base.system or "") + sum(
             self.counter.count(m.content) for m in base.messages
         )
@@ -357,7 +364,7 @@ class Pipeline:
 
         # 6. the model (no history to add: the prompt is the one rendered in step 5)
         if history_msgs or "chat_history" in spec.variables:
-            rp = self._render(prompt_id, cfg.model, variables, history_msgs)
+            rp = self._render(prompt_id, cfg.model, variables, history_msgs, spec=spec)
         else:
             rp = base
         trace.prompt_version = rp.qualified_version

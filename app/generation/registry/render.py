@@ -17,7 +17,7 @@ from typing import Any, cast
 from app.errors import PromptError
 from app.generation.registry.chat_formats import FORMATS, RENDERERS, check_alternation, format_for
 from app.generation.registry.loader import PromptSpec, placeholders
-from app.limits import check_text
+from app.limits import LIMITS, check_text, lone_surrogate
 from app.llm.spec import ModelRef, ProviderSpec, parse_model
 from app.llm.types import ChatRequest, Message, Purpose, coerce_history
 
@@ -133,13 +133,15 @@ def render_spec(
             "model, or try it anyway with --allow-unlisted-model (the run says so)."
         )
     given = {k: v if isinstance(v, str) else str(v) for k, v in (variables or {}).items()}
-    unexpected = sorted(set(given) - spec.variables)
+    unexpected = sorted(set(given) - spec.variables) if not spec.variables.issuperset(given) else []
     if unexpected:
         raise PromptError(
             f"{spec.qualified}: unexpected variable(s) {unexpected}; it takes {sorted(spec.variables)}"
         )
+    cap = LIMITS["variable_chars"].value
     for key, value in given.items():
-        check_text(value, "variable_chars", f"{spec.qualified}: variable {key}")
+        if len(value) > cap or lone_surrogate(value) is not None:  # the message only then
+            check_text(value, "variable_chars", f"{spec.qualified}: variable {key}")
     values = {**{k: str(v) for k, v in spec.defaults.items()}, **given}
     missing = sorted(spec.variables - set(values))
     if missing:

@@ -77,11 +77,11 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from app.errors import ProviderError
 from app.llm.providers import offline_tasks
 from app.llm.providers.base import Provider
+from app.llm.tokens import get_counter
 from app.llm.types import ChatRequest, Completion, Usage
 from app.text import Matcher, default_refusal, has_cjk, query_terms, sentences
 
@@ -128,15 +128,6 @@ def _sentences_with_terms(document: str) -> tuple[tuple[int, str, Matcher], ...]
 @functools.lru_cache(maxsize=8192)
 def _matcher(text: str) -> Matcher:
     return Matcher(text)
-
-
-@dataclass(slots=True, eq=False)
-class _Sentence:
-    doc: int  # 1-based document number
-    pos: int  # position in the document
-    text: str
-    match: Matcher
-    header: Matcher
 
 
 def documents_of(request: ChatRequest) -> list[str]:
@@ -257,40 +248,39 @@ def answer(
     q_terms = sorted(set(question_terms(question)))
     heads = [_matcher(h) for h in (headers or [])]
     heads += [_matcher("")] * (len(documents) - len(heads))
-    sents = [
-        _Sentence(d, p, s, m, heads[d - 1])
+    # the sentences holding a term, in document order: sentence i is text_of[i], at position
+    # pos_of[i] of document doc_of[i] (1-based), matched by match_of[i]
+    rows = [
+        (d, p, s, m)
         for d, doc in enumerate(documents, start=1)
         for p, s, m in _sentences_with_terms(doc)
     ]
-    if not q_terms or not sents:
+    if not q_terms or not rows:
         return refusal, True
-    n_terms = len(q_terms)
-    idf, raw = bm25_raw(
-        [s.match.counts for s in sents], [len(s.match.tokens) for s in sents], q_terms
-    )
+    doc_of, pos_of, text_of, match_of = zip(*rows, strict=True)
+    n, n_terms = len(rows), len(q_terms)
+    idf, raw = bm25_raw([m.counts for m in match_of], [len(m.tokens) for m in match_of], q_terms)
     cjk = [(t, has_cjk(t)) for t in q_terms]
     # per document: the question terms its title/section holds, and their rule-5 bonus
     # (summed in q_terms order, as per sentence before)
     head_terms: dict[int, list[str]] = {}
     head_bonus: dict[int, float] = {}
-    for s in sents:
-        if s.doc not in head_terms:
-            terms = [t for t in q_terms if t in s.header]
-            head_terms[s.doc] = terms
-            head_bonus[s.doc] = HEADER_WEIGHT * sum(idf[t] for t in terms)
+    for d in dict.fromkeys(doc_of):
+        terms = [t for t in q_terms if t in heads[d - 1]]
+        head_terms[d] = terms
+        head_bonus[d] = HEADER_WEIGHT * sum(idf[t] for t in terms)
     # rule 3's coverage of each sentence (with its header), computed once per sentence
     covered: list[set[str]] = []
-    for s in sents:
-        text, counts = s.match.text, s.match.counts
+    for m, d in zip(match_of, doc_of, strict=True):
+        text, counts = m.text, m.counts
         covered.append(
-            {t for t, is_cjk in cjk if (t in text if is_cjk else t in counts)}
-            | set(head_terms[s.doc])
+            {t for t, is_cjk in cjk if (t in text if is_cjk else t in counts)} | set(head_terms[d])
         )
-    scores = [raw[i] + head_bonus[s.doc] for i, s in enumerate(sents)]
-    eligible = [i for i in range(len(sents)) if len(covered[i]) / n_terms >= MIN_COVERAGE]
+    scores = [raw[i] + head_bonus[doc_of[i]] for i in range(n)]
+    eligible = [i for i in range(n) if len(covered[i]) / n_terms >= MIN_COVERAGE]
     if not eligible and dense is not None:  # rule 4: no sentence shares the question's terms
-        first = [i for i, s in enumerate(sents) if s.doc == 1]
-        rel = dense(question, [sents[i].text for i in first]) if first else None
+        first = [i for i in range(n) if doc_of[i] == 1]
+        rel = dense(question, [text_of[i] for i in first]) if first else None
         if rel is not None:
             pick = max(range(len(first)), key=lambda i: (rel[i], -i))
             eligible = [first[pick]] if rel[pick] > DENSE_MIN else []
@@ -303,20 +293,19 @@ def answer(
     def anchor_score(i: int) -> float:
         value = anchor_scores.get(i)
         if value is None:
-            s = sents[i]
             value = scores[i] / top + len(covered[i]) / n_terms
-            if quantity and has_quantity(s.text):
+            if quantity and has_quantity(text_of[i]):
                 value *= 1 + QUANTITY_BOOST
-            value = anchor_scores[i] = value / (1 + RANK_PRIOR * (s.doc - 1))
+            value = anchor_scores[i] = value / (1 + RANK_PRIOR * (doc_of[i] - 1))
         return value
 
-    anchor = max(eligible, key=lambda i: (anchor_score(i), -sents[i].doc, -sents[i].pos))
-    doc = sents[anchor].doc
+    anchor = max(eligible, key=lambda i: (anchor_score(i), -doc_of[i], -pos_of[i]))
+    doc = doc_of[anchor]
     chosen = [anchor]
     have = set(covered[anchor])
 
     # the window: the anchor's neighbours in its document (the better-scoring side first)
-    same = [i for i, s in enumerate(sents) if s.doc == doc]
+    same = [i for i in range(n) if doc_of[i] == doc]
     k = same.index(anchor)
     lo, hi = k, k
     while len(chosen) < MAX_SENTENCES:
@@ -331,8 +320,8 @@ def answer(
     # other documents: a sentence that covers enough of the question not covered yet
     while len(chosen) < MAX_SENTENCES:
         best: tuple[float, float, int] | None = None
-        for i, s in enumerate(sents):
-            if i in chosen or s.doc == doc or scores[i] <= 0:
+        for i in range(n):
+            if i in chosen or doc_of[i] == doc or scores[i] <= 0:
                 continue
             gain = len(covered[i] - have) / n_terms
             value = anchor_score(i)
@@ -343,18 +332,19 @@ def answer(
         chosen.append(best[2])
         have |= covered[best[2]]
 
-    window = sorted(chosen[: hi - lo + 1], key=lambda i: sents[i].pos)
-    ordered = [sents[i] for i in window + chosen[hi - lo + 1 :]]
+    window = sorted(chosen[: hi - lo + 1], key=lambda i: pos_of[i])
+    ordered = [(doc_of[i], text_of[i]) for i in window + chosen[hi - lo + 1 :]]
     return _render(ordered, question), False
 
 
-def _render(chosen: list[_Sentence], question: str) -> str:
-    """The sentences with a citation ``[n]`` after each run from one document."""
+def _render(chosen: list[tuple[int, str]], question: str) -> str:
+    """The sentences ``(document, text)`` with a citation ``[n]`` after each run from one
+    document."""
     joiner = "" if has_cjk(question) else " "
     parts: list[str] = []
-    for k, s in enumerate(chosen):
-        last_of_run = k + 1 == len(chosen) or chosen[k + 1].doc != s.doc
-        parts.append(_cite(s.text, s.doc) if last_of_run else s.text)
+    for k, (doc, text) in enumerate(chosen):
+        last_of_run = k + 1 == len(chosen) or chosen[k + 1][0] != doc
+        parts.append(_cite(text, doc) if last_of_run else text)
     return joiner.join(parts)
 
 
@@ -405,8 +395,6 @@ def offline_completion(
     """A Completion with real BPE token counts, zero cost and a ``baseline-<algorithm>-``
     request id (``algorithm`` defaults to the model: ``extractive``, ``reference-judge``);
     ``payload`` is :func:`payload_json` of the request when the caller has it already."""
-    from app.llm.tokens import get_counter
-
     counter = get_counter()
     prompt = request.prompt_text or "\n".join(
         [request.system or "", *(m.content for m in request.messages)]
