@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> Any:
     Every log record and an unexpected crash's traceback pass :mod:`app.redact` first.
     """
     from app.redact import install_log_redaction
+    from app.runtime import tune_gc
 
+    tune_gc()  # first: the start-up's imports allocate the most
     install_log_redaction()
     sys.excepthook = _redacting_excepthook
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in an echoed input never crashes
