@@ -6,12 +6,21 @@ every stored case and runs only the rest, so a crash or Ctrl-C never re-buys a c
 
 A case row is its :class:`~app.eval.records.CaseResult` as ``model_dump_json()``; reading
 it back validates it, so a corrupted row is an error naming the case, never a silent gap.
+
+``commit_every = N > 1`` (the runner sets it for a run whose providers are all offline:
+a case there costs CPU only and comes out the same when computed again) commits the cases in
+groups of ``N`` (or after :data:`GROUP_MAX_S` seconds), each group with the process counters
+of its last case in one transaction, and before every read, ``set`` and ``close`` (also on
+Ctrl-C): a SIGKILL then loses at most ``N - 1`` finished cases, which ``--resume``
+computes again. One transaction per case costs a lock shared with the worker processes
+(``app.eval.workers``), and SQLite's busy wait sleeps whole milliseconds.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +30,9 @@ from pydantic import ValidationError
 from app.errors import ConfigError
 from app.eval.records import CaseResult
 from app.paths import cache_dir
+
+#: the longest a finished case waits in a group before it is committed (``commit_every``)
+GROUP_MAX_S = 2.0
 
 
 def runs_dir() -> Path:
@@ -38,6 +50,10 @@ class Checkpoint:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS cases (case_id TEXT PRIMARY KEY, result TEXT NOT NULL)"
         )
+        self.commit_every = 1  # cases per transaction (see the module docstring)
+        self._group: list[tuple[str, str]] = []  # finished cases not committed yet
+        self._group_meta: dict[str, Any] = {}  # their meta entries (the last of each key)
+        self._group_since = 0.0
 
     @classmethod
     def create(cls, run_id: str, config: dict[str, Any], root: Path | None = None) -> Checkpoint:
@@ -59,6 +75,7 @@ class Checkpoint:
         return cls(path)
 
     def config(self) -> dict[str, Any]:
+        self.flush()
         row = self._db.execute("SELECT value FROM meta WHERE key='config'").fetchone()
         if row is None:
             raise ConfigError(f"{self.path}: checkpoint has no run configuration")
@@ -72,6 +89,7 @@ class Checkpoint:
         """Every stored case, one at a time (a run of 10,000 never holds them all). A row
         written by an older version is rewritten in today's form, so :meth:`rows` always
         gives what ``CaseResult.model_dump_json()`` writes."""
+        self.flush()
         for case_id, text in self._db.execute("SELECT case_id, result FROM cases").fetchall():
             result = self._case(case_id, text)
             if result.model_dump_json() != text:
@@ -79,11 +97,13 @@ class Checkpoint:
             yield case_id, result
 
     def ids(self) -> set[str]:
+        self.flush()
         return {row[0] for row in self._db.execute("SELECT case_id FROM cases")}
 
     def rows(self, ids: Collection[str]) -> Iterator[str]:
         """The stored JSON of the cases in ``ids``, sorted by case id (SQLite's binary order
         of UTF-8 is Python's code-point order), streamed from the database."""
+        self.flush()
         wanted = set(ids)
         cursor = self._db.execute("SELECT case_id, result FROM cases ORDER BY case_id")
         for case_id, text in cursor:
@@ -112,6 +132,18 @@ class Checkpoint:
         ``meta=(key, value)`` that meta entry in the same transaction (the runner's
         process counters: a case and the counters that include it land together)."""
         row = (result.id, _case_json(result))
+        if self.commit_every > 1:
+            if not self._group:
+                self._group_since = time.monotonic()
+            self._group.append(row)
+            if meta is not None:  # serialised when committed: a fresh record per case
+                self._group_meta[meta[0]] = meta[1]
+            if (
+                len(self._group) >= self.commit_every
+                or time.monotonic() - self._group_since >= GROUP_MAX_S
+            ):
+                self.flush()
+            return
         if meta is None:
             self._db.execute("INSERT OR REPLACE INTO cases VALUES (?, ?)", row)
             return
@@ -125,23 +157,45 @@ class Checkpoint:
             raise
         self._db.execute("COMMIT")
 
+    def flush(self) -> None:
+        """Commit the group of finished cases (``commit_every``) and their meta entries."""
+        if not self._group and not self._group_meta:
+            return
+        rows, self._group = self._group, []
+        entries = [(k, json.dumps(v)) for k, v in self._group_meta.items()]
+        self._group_meta = {}
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany("INSERT OR REPLACE INTO cases VALUES (?, ?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", entries)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
     def get(self, key: str) -> Any:
+        self.flush()
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row is not None else None
 
     def processes(self, except_key: str | None = None) -> list[dict[str, Any]]:
         """What every process of this run recorded under ``process:<token>`` (its engine
         counters and duration, updated after each of its cases), except ``except_key``."""
+        self.flush()
         rows = self._db.execute(
             "SELECT key, value FROM meta WHERE key LIKE 'process:%' ORDER BY rowid"
         ).fetchall()
         return [json.loads(value) for key, value in rows if key != except_key]
 
     def set(self, key: str, value: Any) -> None:
+        self.flush()
         self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
     def close(self) -> None:
-        self._db.close()
+        try:
+            self.flush()
+        finally:
+            self._db.close()
 
 
 def _case_json(result: CaseResult) -> str:

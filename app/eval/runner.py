@@ -8,7 +8,9 @@
   between cases; the report sorts cases by id);
 * every finished case is committed to the run's SQLite checkpoint
   (:mod:`app.eval.checkpoint`) before the next one is counted, so ``resume=RUN_ID``
-  finishes the rest without a single repeated provider call;
+  finishes the rest without a single repeated provider call (an all-offline run commits
+  :data:`CHECKPOINT_GROUP` cases at a time: a SIGKILL there re-computes at most that many,
+  for CPU only, with the same results);
 * ``max_cost`` stops starting new cases once the money spent so far reaches it (calls
   paid by this process, plus the recorded cost of cases checkpointed by an earlier one;
   cache hits are free); the report is then written with ``partial: true``. A case's
@@ -68,6 +70,9 @@ from app.paths import repo_root, reports_dir
 from app.redact import redact
 
 log = logging.getLogger(__name__)
+
+#: finished cases per checkpoint transaction in an all-offline run (app.eval.checkpoint)
+CHECKPOINT_GROUP = 32
 
 
 def _batcher(config: RunConfig) -> Any:
@@ -355,6 +360,8 @@ async def run(
                     eng.provider(parse_provider(provider))
         if checkpoint is None:
             checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root)
+        if workers.in_process(config):  # a case costs CPU only (and comes out the same)
+            checkpoint.commit_every = CHECKPOINT_GROUP
         base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
         process_key = f"process:{secrets.token_hex(4)}"
         earlier = [workers.process_stats(p) for p in checkpoint.processes(except_key=process_key)]

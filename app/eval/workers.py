@@ -390,6 +390,7 @@ async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
     config = RunConfig.from_json(hello["config"])
     root = Path(hello["runs_root"]) if hello["runs_root"] else None
     checkpoint = Checkpoint.open(hello["run_id"], root)
+    checkpoint.commit_every = BATCH  # one transaction per batch (app.eval.checkpoint)
     engine = engine_for(config)
     factory = PipelineFactory(config, engine)
     base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
@@ -415,6 +416,7 @@ async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
 
             tasks = min(len(batch), 2 * config.concurrency)
             await asyncio.gather(*(work(todo, done) for _ in range(tasks)))
+            checkpoint.flush()  # committed before the main process counts them
             _send(out, done)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         _send(out, {"calls": engine.stats.calls, "peak_rss_mb": round(peak, 1)})

@@ -135,3 +135,64 @@ def test_every_model_of_a_case_writes_a_nan_as_a_constant_the_check_can_see() ->
         m.__name__ for m in models if m.model_config.get("ser_json_inf_nan") != "constants"
     )
     assert plain == [], f"{plain}: set ser_json_inf_nan='constants' (checkpoint._case_json)"
+
+
+def _committed(path: Path) -> tuple[list[str], dict[str, object]]:
+    """What another process sees in the checkpoint file: case ids and meta entries."""
+    db = sqlite3.connect(path)
+    try:
+        ids = [row[0] for row in db.execute("SELECT case_id FROM cases ORDER BY case_id")]
+        meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
+    finally:
+        db.close()
+    meta.pop("config")
+    return ids, meta
+
+
+def test_grouped_cases_land_with_the_counters_of_their_last_case(tmp_path: Path) -> None:
+    cp = Checkpoint.create("20261130T190000Z-ab12cd", {"suite": "smoke"}, tmp_path)
+    cp.commit_every = 3
+    for n in (1, 2):
+        cp.save(r.case(f"kb-00{n}", {"mrr": 1.0}), meta=("process:a", {"calls": n}))
+    assert _committed(cp.path) == ([], {})  # not yet: a kill now re-computes these two
+    cp.save(r.case("kb-003", {"mrr": 1.0}), meta=("process:a", {"calls": 3}))
+    assert _committed(cp.path) == (["kb-001", "kb-002", "kb-003"], {"process:a": {"calls": 3}})
+    cp.save(r.case("kb-004", {"mrr": 1.0}), meta=("process:a", {"calls": 4}))
+    cp.close()  # closing (also on Ctrl-C) commits the rest
+    assert _committed(cp.path) == (
+        ["kb-001", "kb-002", "kb-003", "kb-004"],
+        {"process:a": {"calls": 4}},
+    )
+
+
+def test_every_read_of_the_checkpoint_sees_its_own_grouped_cases(tmp_path: Path) -> None:
+    cp = Checkpoint.create("20261130T190000Z-ab12cd", {"suite": "smoke"}, tmp_path)
+    cp.commit_every = 100
+    case = r.case("kb-001", {"mrr": 1.0})
+    cp.save(case, meta=("process:a", {"calls": 1}))
+    assert cp.ids() == {"kb-001"}
+    assert _committed(cp.path)[0] == ["kb-001"]
+    cp.save(r.case("kb-002", {"mrr": 0.0}))
+    assert [json.loads(t)["id"] for t in cp.rows({"kb-002"})] == ["kb-002"]
+    cp.save(r.case("kb-003", {"mrr": 0.0}), meta=("process:a", {"calls": 3}))
+    assert cp.processes() == [{"calls": 3}]
+    cp.save(r.case("kb-004", {"mrr": 0.0}))
+    cp.set("report", "x.json")
+    assert _committed(cp.path)[0] == ["kb-001", "kb-002", "kb-003", "kb-004"]
+    assert cp.done()["kb-001"] == case
+    cp.close()
+
+
+def test_a_group_is_committed_after_at_most_group_max_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.eval import checkpoint
+
+    cp = Checkpoint.create("20261130T190000Z-ab12cd", {"suite": "smoke"}, tmp_path)
+    cp.commit_every = 100
+    cp.save(r.case("kb-001", {"mrr": 1.0}))
+    assert _committed(cp.path)[0] == []
+    monkeypatch.setattr(checkpoint, "GROUP_MAX_S", 0.0)  # the group's first case is "old"
+    cp.save(r.case("kb-002", {"mrr": 1.0}))
+    assert _committed(cp.path)[0] == ["kb-001", "kb-002"]
+    cp.close()
