@@ -28,6 +28,7 @@ leading Markdown heading line; the heading is the ``section`` attribute.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -91,8 +92,20 @@ _HEADING_LINE = re.compile(r"\A#{1,6}\s+[^\n]*\n+")
 def body(chunk: Chunk) -> str:
     """The chunk's text without its leading Markdown heading line (the heading travels as
     the ``section`` attribute), so a heading is never mistaken for an answer sentence."""
-    stripped = _HEADING_LINE.sub("", chunk.text, count=1).strip()
-    return stripped or chunk.text.lstrip("# ").strip()
+    return _body(chunk.text)
+
+
+# pure functions of a chunk's text, kept for the knowledge base's chunks (a case's documents
+# are KB chunks, each read twice per answer: the context and metadata["documents"])
+@functools.lru_cache(maxsize=4096)
+def _body(text: str) -> str:
+    stripped = _HEADING_LINE.sub("", text, count=1).strip()
+    return stripped or text.lstrip("# ").strip()
+
+
+@functools.lru_cache(maxsize=4096)
+def _escaped_body(text: str) -> str:
+    return escape_xml(_body(text))
 
 
 def format_context(documents: Sequence[Hit], layout: Layout = "xml") -> str:
@@ -105,7 +118,7 @@ def format_context(documents: Sequence[Hit], layout: Layout = "xml") -> str:
         section = f' section="{escape_xml(h.chunk.heading)}"' if h.chunk.heading else ""
         parts.append(
             f'<document index="{n}" title="{escape_xml(h.chunk.title)}"{section}>\n'
-            f"[{n}] {escape_xml(body(h.chunk))}\n</document>"
+            f"[{n}] {_escaped_body(h.chunk.text)}\n</document>"
         )
     return "\n".join(parts)
 
