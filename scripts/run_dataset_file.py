@@ -21,6 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> int:
     file, out_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    from app.runtime import tune_gc
+
+    tune_gc()  # this script stands in for `rag eval run`: the same process settings
     from app.eval import runner
     from app.eval.config import RunConfig
 

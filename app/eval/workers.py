@@ -428,6 +428,9 @@ async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """A worker process: ``python -m app.eval.workers`` with frames on stdin/stdout."""
+    from app.runtime import tune_gc
+
+    tune_gc()  # the settings of the rag command whose run this process serves
     inp = sys.stdin.buffer
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt a frame
