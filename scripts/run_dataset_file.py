@@ -36,7 +36,7 @@ def main() -> int:
         if getattr(p, "done", 0) == getattr(p, "total", -1):
             last.setdefault("t", time.perf_counter())
 
-    workers = int(sys.argv[3]) if len(sys.argv) > 3 else None  # None: the run's default
+    workers = int(sys.argv[3]) if len(sys.argv) > 3 else 1  # --workers (default 1)
     cfg = RunConfig(suite=file.stem.split("_v")[0], cache=False, concurrency=16, workers=workers)
     outcome = runner.run_sync(cfg, out_dir=out_dir, on_progress=on_progress, write=True)
     end = time.perf_counter()

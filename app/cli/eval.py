@@ -117,10 +117,11 @@ def cli() -> None:
 )
 @click.option(
     "--workers",
-    default=None,
+    default=1,
+    show_default=True,
     type=click.IntRange(1, 64),
-    help="Processes sharing a CPU-bound run (offline candidate and judge). Default: one per "
-    "core (at most 4) from 1,000 cases to run, else 1; refused (>1) with a network provider.",
+    help="Processes sharing a CPU-bound run (offline candidate and judge): faster on several "
+    "cores, each process with its own memory; refused (>1) with a network provider.",
 )
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute cap.")
 @click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute cap.")
@@ -238,7 +239,7 @@ def run_cmd(
     judge_samples: int,
     metrics: str,
     concurrency: int,
-    workers: int | None,
+    workers: int,
     rpm: float | None,
     tpm: float | None,
     timeout_s: float,

@@ -1,11 +1,13 @@
-"""Worker processes: a CPU-bound run uses every core it may (issue 14).
+"""Worker processes: a CPU-bound run on several cores (issue 14).
 
 With the offline providers a run waits on nothing: the candidate, the judge, retrieval and
 the metrics are Python computing in this process, so one process uses one core. A run whose
-candidate and judge are both in-process (``offline:``) and which has at least
-:data:`AUTO_MIN_CASES` cases to run starts ``workers - 1`` more processes (``--workers``,
-default: one per available core, at most :data:`AUTO_MAX`); with a network provider the run
-waits on the network and one process serves it (its rate limits, cache claims and adaptive
+candidate and judge are both in-process (``offline:``) can be shared by ``--workers N``
+processes (default 1): on 2 cores a 10,000-case offline run takes about 60 % of the time,
+for the memory of a second process (its own heap, and its own mapping of the embedding model
+when it embeds a query: the processes' summed peak RSS grows from about 240 to about
+400 MB), which is why one process stays the default. With a network provider the run waits
+on the network and one process serves it (its rate limits, cache claims and adaptive
 concurrency are one process's), so ``--workers N > 1`` there is refused (exit 2).
 
 How the work is shared:
@@ -66,11 +68,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: fewer cases than this: a second process would cost more than it saves (its start-up,
-#: the pipeline built again, is about a second of CPU)
-AUTO_MIN_CASES = 1000
-#: processes ``--workers auto`` uses at most
-AUTO_MAX = 4
 #: cases sent to a worker process at a time, and how many such batches it holds ahead
 BATCH = 16
 AHEAD = 2
@@ -86,18 +83,10 @@ def in_process(config: RunConfig) -> bool:
     return parse_provider(config.model).offline and judge_offline
 
 
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def check(config: RunConfig) -> None:
     """ConfigError (exit 2) for ``--workers N > 1`` with a network provider."""
     asked = config.workers
-    if asked is not None and asked > 1 and not in_process(config):
+    if asked > 1 and not in_process(config):
         raise ConfigError(
             f"--workers {asked}: worker processes share CPU-bound work, and this run calls "
             f"a network provider ({config.model}"
@@ -110,12 +99,9 @@ def check(config: RunConfig) -> None:
 def planned(config: RunConfig, cases: int, *, own_engine: bool) -> int:
     """How many processes run ``cases`` cases (1: this one alone)."""
     check(config)
-    asked = config.workers
-    if not in_process(config) or not own_engine or config.batch or cases < 2:
+    if not in_process(config) or not own_engine or config.batch:
         return 1
-    if asked is None:
-        return min(cores(), AUTO_MAX) if cases >= AUTO_MIN_CASES else 1
-    return max(1, min(asked, cases))
+    return max(1, min(config.workers, cases))
 
 
 def engine_for(config: RunConfig, batcher: Batcher | None = None) -> Engine:

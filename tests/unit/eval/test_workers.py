@@ -125,21 +125,16 @@ def test_a_dead_worker_loses_nothing_and_pays_nothing_twice(
     assert f"exited with code {code}" in caplog.text
 
 
-def test_auto_uses_the_cores_for_a_large_offline_run_only(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(workers, "cores", lambda: 2)
+def test_one_process_unless_asked_and_never_with_a_network_provider() -> None:
     offline = RunConfig(suite="s")
-    assert workers.planned(offline, workers.AUTO_MIN_CASES, own_engine=True) == 2
-    assert workers.planned(offline, workers.AUTO_MIN_CASES - 1, own_engine=True) == 1
-    assert workers.planned(offline, 5000, own_engine=False) == 1  # a caller's engine: theirs
-    assert workers.planned(offline.replace(batch=True), 5000, own_engine=True) == 1
-    assert workers.planned(offline.replace(workers=1), 5000, own_engine=True) == 1
-    assert workers.planned(offline.replace(workers=3), 10, own_engine=True) == 3
-    monkeypatch.setattr(workers, "cores", lambda: 16)
-    assert workers.planned(offline, 5000, own_engine=True) == workers.AUTO_MAX
+    assert offline.workers == 1
+    assert workers.planned(offline, 5000, own_engine=True) == 1  # the default: one process
+    assert workers.planned(offline.replace(workers=3), 5000, own_engine=True) == 3
+    assert workers.planned(offline.replace(workers=3), 2, own_engine=True) == 2  # <= cases
+    assert workers.planned(offline.replace(workers=2), 5000, own_engine=False) == 1  # theirs
+    assert workers.planned(offline.replace(workers=2, batch=True), 5000, own_engine=True) == 1
     network = RunConfig(suite="s", model="openai:gpt-4o-mini")
-    assert workers.planned(network, 5000, own_engine=True) == 1  # auto: it waits on the network
+    assert workers.planned(network, 5000, own_engine=True) == 1
     with pytest.raises(ConfigError, match="network provider"):
         workers.planned(network.replace(workers=2), 5000, own_engine=True)
 
