@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from app.errors import ConfigError, JudgeParseError, ProviderError
 from app.eval.judge_table import JudgeInput, JudgeMetric
 from app.eval.metrics.base import Score
-from app.llm.spec import ProviderSpec, parse_provider
+from app.llm.spec import parse_provider
 from app.llm.types import ChatRequest, EngineLike, Message
 
 if TYPE_CHECKING:
@@ -260,29 +260,27 @@ async def run_judge(
     else:
         samples = await gather(
             (judge_sample(engine, config.model, request, i) for i in range(config.samples)),
-            one_by_one=parse_provider(config.model).offline,
+            one_by_one=in_process(config.model),
         )
     return aggregate(samples, prompt.qualified_version)
-
-
-#: model string -> (the ProviderSpec it parsed to, deterministic): the spec is the parser's
-#: cached object, replaced when a provider is registered, so a stale entry is never used
-_DETERMINISTIC: dict[str, tuple[ProviderSpec, bool]] = {}
 
 
 def deterministic(model: str) -> bool:
     """Whether the provider serving ``model`` gives a verdict that is a pure function of
     its request (:attr:`Provider.deterministic <app.llm.providers.base.Provider.deterministic>`):
     asking it again for another sample can only repeat the first one."""
-    spec = parse_provider(model)
-    known = _DETERMINISTIC.get(model)
-    if known is not None and known[0] is spec:
-        return known[1]
-    from app.llm.providers import provider_class
+    from app.llm.providers import provider_flag
 
-    flag = provider_class(spec).deterministic
-    _DETERMINISTIC[model] = (spec, flag)
-    return flag
+    return provider_flag(model, "deterministic")
+
+
+def in_process(model: str) -> bool:
+    """Whether the provider serving ``model`` computes in this process with nothing to
+    await (:attr:`Provider.in_process <app.llm.providers.base.Provider.in_process>`): its
+    samples are then awaited one by one (see :func:`gather`)."""
+    from app.llm.providers import provider_flag
+
+    return provider_flag(model, "in_process")
 
 
 def repeated(first: JudgeSample, n: int) -> list[JudgeSample]:

@@ -27,23 +27,22 @@ import secrets
 import subprocess
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from app.errors import ConfigError, DatasetError
 from app.eval import workers
+from app.eval.case import CaseRun
 from app.eval.checkpoint import Checkpoint
 from app.eval.config import RunConfig, parse_shard
 from app.eval.datasets import Case, Suite, load_dataset_file, load_suite
-from app.eval.judge_table import JudgeInput, judge, judge_table
-from app.eval.judges import JudgeConfig, check_judge, gather, score_judge
-from app.eval.metrics.base import MetricContext, Score
-from app.eval.metrics.generation import REWRITE_EQUIVALENCE, rewrite_matches
-from app.eval.metrics.registry import score_case, select_metrics, specs
-from app.eval.observe import PipelineFactory, observe_case
+from app.eval.judges import check_judge
+from app.eval.metrics.base import MetricContext
+from app.eval.metrics.registry import select_metrics, specs
+from app.eval.observe import PipelineFactory
 from app.eval.records import (
     CandidateInfo,
     CaseResult,
@@ -62,12 +61,10 @@ from app.eval.records import (
 from app.eval.report import build_summary, load_report, write_report_rows
 from app.eval.summary import CaseDigest, SummaryParts, digest, summary_parts
 from app.eval.thresholds import load_thresholds
-from app.generation.pipeline.trace import Trace
 from app.llm.engine import EngineStats
 from app.llm.spec import parse_provider
 from app.llm.types import EngineLike
 from app.paths import repo_root, reports_dir
-from app.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -217,90 +214,6 @@ def shard_of(case_id: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count + 1
 
 
-async def evaluate_case(
-    case: Case,
-    factory: PipelineFactory,
-    engine: EngineLike,
-    config: RunConfig,
-    base_ctx: MetricContext,
-) -> CaseResult:
-    """One case, end to end. Never raises for a provider failure: it is recorded."""
-    errors: list[str] = []
-    selected = select_metrics(config.metrics)
-    obs, failure = await observe_case(case, factory)
-    if obs is None:
-        errors.append(failure)
-        reason = f"pipeline error: {failure}"
-        metrics = {name: Score.undefined(reason, n_errors=1) for name in selected}
-        return _result(case, metrics, None, None, None, errors, 0.0)
-    judge_scores: dict[str, Score] = {}
-    judge_cost = 0.0
-    if config.judge:
-        jcfg = JudgeConfig(
-            config.judge,
-            config.judge_samples,
-            config.allow_weak_judge,
-            max_tokens=min(512, config.max_tokens or 512),
-        )
-        inp = JudgeInput.of(case, obs)
-        tasks: dict[str, Awaitable[Score]] = {
-            name: score_judge(engine, jcfg, entry, inp, factory.render)
-            for name, entry in judge_table().items()
-            if name in selected
-        }
-        # rewrite_accuracy asks the correctness judge when the rewrite is not a normalised
-        # match — only when both are selected (--metrics deterministic: no judge call at all)
-        if case.golden_rewrite is not None and {"rewrite_accuracy", "correctness"} <= set(selected):
-            produced = obs.rewrite if obs.rewrite is not None else case.question
-            if not rewrite_matches(produced, case.golden_rewrite):
-                equivalence = JudgeInput(
-                    question=case.question, candidate=produced, golden_answer=case.golden_rewrite
-                )
-                tasks[REWRITE_EQUIVALENCE] = score_judge(
-                    engine, jcfg, judge("correctness"), equivalence, factory.render
-                )
-        done = await gather(tasks.values(), one_by_one=parse_provider(config.judge).offline)
-        judge_scores = dict(zip(tasks, done, strict=True))
-        judge_cost = sum(float(s.detail.get("cost_usd", 0.0)) for s in done)
-        for name, score in judge_scores.items():
-            if score.n_errors:
-                errors.append(f"{name}: {score.reason}")
-    ctx = replace(base_ctx, judge_scores=judge_scores)
-    metrics = score_case(case, obs, ctx, selected)
-    cost = (obs.cost_usd or 0.0) + judge_cost
-    return _result(case, metrics, obs.answer, obs.refused, obs.trace, errors, cost)
-
-
-def _result(
-    case: Case,
-    metrics: dict[str, Score],
-    answer: str | None,
-    refused: bool | None,
-    trace: Trace | None,
-    errors: list[str],
-    cost: float,
-) -> CaseResult:
-    red = [
-        name
-        for name, spec in specs().items()
-        if spec.red_line and name in metrics and (metrics[name].value or 0) > 0
-    ]
-    return CaseResult(
-        id=case.id,
-        question=case.question,
-        tags=list(case.tags),
-        difficulty=case.difficulty,
-        expected_refusal=case.expected_refusal,
-        metrics=dict(metrics),
-        answer=answer,
-        refused=refused,
-        trace=trace,
-        errors=[redact(e) for e in errors],  # an error text never carries a secret
-        red_lines=red,
-        cost_usd=round(cost, 8),
-    )
-
-
 async def run(
     config: RunConfig,
     *,
@@ -368,6 +281,9 @@ async def run(
         earlier_s = sum(float(p.get("duration_s", 0.0) or 0.0) for p in checkpoint.processes())
         judges = sorted(n for n, spec in specs().items() if spec.kind == "judge")
         bar = thresholds.bad_judge_score
+        run_case = CaseRun(
+            factory, eng, config, base_ctx, checkpoint, process_key, started, judges, bar
+        )
         # what the summary needs of each finished case; the results themselves stay in the
         # checkpoint (a 10,000-case run never holds them all)
         finished: dict[str, CaseDigest] = {
@@ -416,10 +332,7 @@ async def run(
                     case = pending.popleft()
                 except IndexError:
                     return
-                result = await evaluate_case(case, factory, eng, config, base_ctx)
-                # with this process's counters so far (a later --resume sums every process's)
-                checkpoint.save(result, meta=(process_key, workers.process_record(eng, started)))
-                finished[case.id] = digest(result, judges, bar)
+                result, finished[case.id] = await run_case(case)
                 spent = spent_before + _spent(eng) - engine_spent_at_start + by_workers[0]
                 progress.update(result, spent)
                 del result  # not held while other cases run (a 10,000-case run never holds all)

@@ -17,10 +17,10 @@ How the work is shared:
   main process's own workers take cases from the same queue: whoever is free takes the next
   case, so the split follows the speed of each process;
 * a worker process builds the same engine, pipeline and metric context from the run's
-  configuration, evaluates its cases with the runner's own :func:`evaluate_case`, and
-  commits each result to the run's checkpoint (SQLite in WAL mode takes the two writers)
-  with its engine counters under its own ``process:`` key, exactly as a resumed process
-  does; it sends back each case's :class:`~app.eval.summary.CaseDigest` (what the summary
+  configuration and evaluates its cases with the runner's own
+  :class:`~app.eval.case.CaseRun`: each result is committed to the run's checkpoint (SQLite
+  in WAL mode takes the two writers) with its engine counters under its own ``process:``
+  key, exactly as a resumed process does; it sends back each case's :class:`~app.eval.summary.CaseDigest` (what the summary
   needs), so the main process never re-reads a result;
 * the report is written by the main process from the checkpoint as always: the cases, the
   summary and every counter are those of one process running them all (the engine counters
@@ -57,7 +57,6 @@ from typing import IO, TYPE_CHECKING, Any
 from app.errors import ConfigError
 from app.eval.config import RunConfig
 from app.llm.engine import EngineStats
-from app.llm.spec import parse_provider
 
 if TYPE_CHECKING:
     from app.eval.checkpoint import Checkpoint
@@ -78,9 +77,12 @@ WORKER_COMMAND: tuple[str, ...] = ()
 
 
 def in_process(config: RunConfig) -> bool:
-    """Candidate and judge both compute in this process (``offline:`` providers)."""
-    judge_offline = config.judge is None or parse_provider(config.judge).offline
-    return parse_provider(config.model).offline and judge_offline
+    """Candidate and judge both compute in this process (their providers'
+    :attr:`~app.llm.providers.base.Provider.in_process`: the ``offline:`` ones)."""
+    from app.llm.providers import provider_flag
+
+    models = (config.model, config.judge) if config.judge else (config.model,)
+    return all(provider_flag(m, "in_process") for m in models)
 
 
 def check(config: RunConfig) -> None:
@@ -97,8 +99,8 @@ def check(config: RunConfig) -> None:
 
 
 def planned(config: RunConfig, cases: int, *, own_engine: bool) -> int:
-    """How many processes run ``cases`` cases (1: this one alone)."""
-    check(config)
+    """How many processes run ``cases`` cases (1: this one alone; :func:`check` has
+    refused ``--workers N > 1`` for a network provider before)."""
     if not in_process(config) or not own_engine or config.batch:
         return 1
     return max(1, min(config.workers, cases))
@@ -282,9 +284,6 @@ class Pool:
             out.append(self._digests.popleft())
         return out
 
-    def busy(self) -> bool:
-        return any(c.alive for c in self._children)
-
     def join(self) -> set[str]:
         """Wait for every worker to finish; the ids of the cases they were sent and never
         reported (a worker that died)."""
@@ -366,12 +365,11 @@ def _reader(inp: IO[bytes], into: queue.Queue[list[Case] | None]) -> None:
 
 
 async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
+    from app.eval.case import CaseRun
     from app.eval.checkpoint import Checkpoint
     from app.eval.metrics.base import MetricContext
     from app.eval.metrics.registry import specs
     from app.eval.observe import PipelineFactory
-    from app.eval.runner import evaluate_case
-    from app.eval.summary import digest
 
     config = RunConfig.from_json(hello["config"])
     root = Path(hello["runs_root"]) if hello["runs_root"] else None
@@ -380,10 +378,18 @@ async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
     engine = engine_for(config)
     factory = PipelineFactory(config, engine)
     base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
-    judges = sorted(n for n, spec in specs().items() if spec.kind == "judge")
-    bar = float(hello["bad_judge_score"])
-    key = f"process:{secrets.token_hex(4)}"
-    started = time.monotonic()
+    run_case = CaseRun(
+        factory,
+        engine,
+        config,
+        base_ctx,
+        checkpoint,
+        key=f"process:{secrets.token_hex(4)}",
+        started=time.monotonic(),
+        judge_metrics=sorted(n for n, spec in specs().items() if spec.kind == "judge"),
+        bad_judge_score=float(hello["bad_judge_score"]),
+        worker_of=hello["parent_key"],
+    )
     batches: queue.Queue[list[Case] | None] = queue.Queue()
     threading.Thread(target=_reader, args=(inp, batches), daemon=True).start()
     try:
@@ -393,11 +399,8 @@ async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
 
             async def work(todo: deque[Case], done: list[CaseDigest]) -> None:
                 while todo:
-                    case = todo.popleft()
-                    result = await evaluate_case(case, factory, engine, config, base_ctx)
-                    record = process_record(engine, started, worker_of=hello["parent_key"])
-                    checkpoint.save(result, meta=(key, record))
-                    done.append(digest(result, judges, bar))
+                    _, digested = await run_case(todo.popleft())
+                    done.append(digested)
                     await asyncio.sleep(0)  # let a cancel (Ctrl-C) in: see the runner
 
             tasks = min(len(batch), 2 * config.concurrency)

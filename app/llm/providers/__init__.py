@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from app.llm import spec as _spec
 from app.llm.providers.base import Provider
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest
 
-__all__ = ["Provider", "create_provider", "provider_class", "register_provider", "request_payload"]
+__all__ = [
+    "Provider",
+    "create_provider",
+    "provider_class",
+    "provider_flag",
+    "register_provider",
+    "request_payload",
+]
 
 Factory = Callable[[ProviderSpec], Provider]
 
@@ -70,6 +77,26 @@ def provider_class(spec: ProviderSpec) -> type[Provider]:
     """The class that serves ``spec`` (:class:`Provider` itself for a plain factory)."""
     target = _target(spec)
     return target if isinstance(target, type) and issubclass(target, Provider) else Provider
+
+
+#: (model string, flag) -> (the ProviderSpec it parsed to, the flag): the spec is the
+#: parser's cached object, replaced when a provider is registered, so a stale entry is
+#: never used
+_FLAGS: dict[tuple[str, str], tuple[ProviderSpec, bool]] = {}
+
+
+def provider_flag(model: str, flag: Literal["deterministic", "in_process"]) -> bool:
+    """A class flag of the provider serving ``model`` (a ``family:model`` string), as
+    :class:`Provider` documents it: ``deterministic`` (a completion is a pure function of
+    its request) or ``in_process`` (computed in this process, nothing awaited). The one
+    place the engine, the judges and the worker processes learn what a provider is."""
+    spec = _spec.parse_provider(model)
+    known = _FLAGS.get((model, flag))
+    if known is not None and known[0] is spec:
+        return known[1]
+    value = bool(getattr(provider_class(spec), flag))
+    _FLAGS[model, flag] = (spec, value)
+    return value
 
 
 def create_provider(spec: ProviderSpec) -> Provider:

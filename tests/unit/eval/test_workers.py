@@ -20,6 +20,9 @@ from app.eval import workers
 from app.eval.checkpoint import Checkpoint
 from app.eval.config import RunConfig
 from app.eval.runner import RunOutcome, run_sync
+from app.llm.providers.base import Provider
+from app.llm.types import ChatRequest
+from tests.support.registry import registered
 
 _spec = importlib.util.spec_from_file_location(
     "same_report", Path(__file__).resolve().parents[3] / "scripts" / "same_report.py"
@@ -135,8 +138,34 @@ def test_one_process_unless_asked_and_never_with_a_network_provider() -> None:
     assert workers.planned(offline.replace(workers=2, batch=True), 5000, own_engine=True) == 1
     network = RunConfig(suite="s", model="openai:gpt-4o-mini")
     assert workers.planned(network, 5000, own_engine=True) == 1
+    workers.check(network)  # one process: fine
     with pytest.raises(ConfigError, match="network provider"):
-        workers.planned(network.replace(workers=2), 5000, own_engine=True)
+        workers.check(network.replace(workers=2))
+
+
+def test_what_runs_in_process_is_the_providers_own_flag() -> None:
+    """One mechanism decides: the class flag the engine's short path reads
+    (Provider.in_process), not the family name."""
+
+    class Here(Provider):
+        family = "here"
+        in_process = True
+
+        async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Any:
+            raise AssertionError("not called")
+
+    class Away(Here):
+        family = "away"
+        in_process = False
+
+    with registered({"here": Here, "away": Away}):
+        assert workers.in_process(RunConfig(suite="s", model="here:m", judge="here:j"))
+        assert workers.in_process(RunConfig(suite="s", model="here:m", judge=None))
+        assert not workers.in_process(RunConfig(suite="s", model="here:m", judge="away:j"))
+        assert not workers.in_process(RunConfig(suite="s", model="away:m", judge="here:j"))
+        with pytest.raises(ConfigError, match="network provider"):
+            workers.check(RunConfig(suite="s", model="away:m", judge="here:j", workers=2))
+    assert workers.in_process(RunConfig(suite="s"))  # the offline defaults
 
 
 def _rag(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -12,13 +12,12 @@ from typing import ClassVar
 import pytest
 
 from app.errors import ProviderError
-from app.llm import spec as spec_module
 from app.llm.engine import Engine, EngineConfig
-from app.llm.providers import _TABLE, register_provider
 from app.llm.providers.base import Provider
 from app.llm.providers.offline_extractive import ExtractiveProvider
 from app.llm.providers.offline_judge import ReferenceJudgeProvider
 from app.llm.types import ChatRequest, Completion, Message, Usage
+from tests.support.registry import registered
 
 
 class _Sync(Provider):
@@ -64,23 +63,21 @@ class _Slow(Provider):
         return Completion(text="slow", provider="offline", model=model)
 
 
+_SYNC: dict[str, type[Provider]] = {
+    "t-sync": _Sync,
+    "t-via-slot": _SyncViaSlot,
+    "t-awaits": _Awaits,
+}
+
+
 @pytest.fixture(autouse=True)
 def _providers() -> Iterator[None]:
     """The test providers registered for this module only (the tables restored after)."""
-    saved = (dict(spec_module.FAMILIES), spec_module.OFFLINE_MODELS, dict(_TABLE))
-    for name, cls in {"t-sync": _Sync, "t-via-slot": _SyncViaSlot, "t-awaits": _Awaits}.items():
-        register_provider(f"offline:{name}", cls)
-    register_provider("offline:t-slow-here", _Slow)  # the offline endpoint
-    register_provider("tslow", _Slow)  # another endpoint: only the global slot is shared
-    try:
+    tests = {f"offline:{name}": cls for name, cls in _SYNC.items()}
+    tests["offline:t-slow-here"] = _Slow  # the offline endpoint
+    tests["tslow"] = _Slow  # another endpoint: only the global slot is shared
+    with registered(tests):
         yield
-    finally:
-        spec_module.FAMILIES.clear()
-        spec_module.FAMILIES.update(saved[0])
-        spec_module.OFFLINE_MODELS = saved[1]
-        _TABLE.clear()
-        _TABLE.update(saved[2])
-        spec_module.parse_model.cache_clear()
 
 
 REQ = ChatRequest(model="m", system="s", messages=(Message("user", "hi"),))

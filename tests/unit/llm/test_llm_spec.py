@@ -93,22 +93,14 @@ def test_parse_model_refuses(text: str, needle: str) -> None:
 
 
 def test_registered_family_parses_everywhere_and_may_take_a_base_url() -> None:
-    from app.llm import spec as spec_module
-    from app.llm.providers import _TABLE, register_provider
     from app.llm.providers.base import Provider
+    from tests.support.registry import registered
 
-    saved = (dict(spec_module.FAMILIES), spec_module.BASE_URL_FAMILIES, dict(_TABLE))
-    try:
-        with pytest.raises(ConfigError):
-            parse_model("tinyfam:m@http://127.0.0.1:9/v1")
-        register_provider("tinyfam", Provider, "a test family", base_url=True)
+    with pytest.raises(ConfigError):
+        parse_model("tinyfam:m@http://127.0.0.1:9/v1")
+    with registered({"tinyfam": Provider}, base_url=True):
         ref = parse_model("tinyfam:m@http://127.0.0.1:9/v1/")
         assert ref.provider == ProviderSpec("tinyfam", "m", "http://127.0.0.1:9/v1")
         assert not ref.offline
-    finally:
-        spec_module.FAMILIES.clear()
-        spec_module.FAMILIES.update(saved[0])
-        spec_module.BASE_URL_FAMILIES = saved[1]
-        _TABLE.clear()
-        _TABLE.update(saved[2])
-        parse_model.cache_clear()
+    with pytest.raises(ConfigError):  # gone again
+        parse_model("tinyfam:m@http://127.0.0.1:9/v1")
