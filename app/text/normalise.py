@@ -25,7 +25,6 @@ INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
 )
-_SPACES = re.compile(r"\s+")
 
 
 def nfkc(text: str) -> str:
@@ -44,8 +43,9 @@ def strip_invisible(text: str) -> str:
 
 
 def collapse_spaces(text: str) -> str:
-    """Whitespace runs become one space; the ends are stripped."""
-    return _SPACES.sub(" ", text).strip()
+    """Whitespace runs become one space; the ends are stripped (``str.split`` splits on the
+    characters ``\\s`` matches: the same result as substituting ``\\s+``, tested)."""
+    return " ".join(text.split())
 
 
 def normalise(text: str) -> str:

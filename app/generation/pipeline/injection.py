@@ -23,8 +23,11 @@ and a benign reading (``ignore my previous question``) carries a negative weight
 Every pattern is linear (bounded gaps, no nested quantifiers) and the views are built
 once, so :func:`scan` is O(len(text) × number of signals). Most texts are benign, so a
 signal's regex runs only on a view that holds one of the plain strings every match of it
-contains (:func:`required_literals`, read from the pattern; all of them found in one pass
-over the view): the same result as searching every signal in every view, tested.
+contains (:func:`required_literals`, read from the pattern; a string is looked for only in
+a view holding its rarest character): the same result as searching every signal in every
+view, tested. The views take shortcuts that give the same text (an ASCII text needs no
+Unicode folding, and its rot13 view is its joined view's rot13; a text with no spacing trick
+has ``joined == plain``), tested against the views written out.
 """
 
 from __future__ import annotations
@@ -43,13 +46,12 @@ from pathlib import Path
 from typing import Any
 
 from app.text.analyser import CJK_CLASS
-from app.text.normalise import nfkc, strip_invisible
+from app.text.normalise import collapse_spaces, nfkc, strip_invisible
 
 __all__ = ["SIGNALS_PATH", "Finding", "Signal", "SignalSet", "load_signals", "scan", "views"]
 
 SIGNALS_PATH = Path(__file__).with_name("injection_signals.toml")
 
-_SPACES = re.compile(r"\s+")
 # Cyrillic / Greek letters that look like Latin ones (after casefold)
 _HOMOGLYPHS = str.maketrans(
     "аеорсухіјѕԁһӏкмнтвԛԝυνοαεικτρχσ",
@@ -60,62 +62,119 @@ _LEET_NEEDED = re.compile(r"[a-z][0-9@$]|[0-9@$][a-z]")
 _SPACED_LETTERS = re.compile(r"\b[a-z](?:(?: |[._\-*·/|+~]{1,3})[a-z]\b){2,}")
 _SEPARATORS = re.compile(r"[ ._\-*·/|+~]")
 _CJK_GAP = re.compile(rf"(?<=[{CJK_CLASS}])[\s._\-*·/|+~_]{{1,3}}(?=[{CJK_CLASS}])")
-_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+# (a match starts where a run of these characters starts: the look-behind skips the rest of
+# a run at once, and finds the same matches)
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16,}={0,2}")
 _ESCAPES = re.compile(r"(?:%[0-9a-fA-F]{2}){3,}|(?:\\u[0-9a-fA-F]{4}){3,}")
 _MACRO = re.compile(r"\{([a-z_]+)\}")
-_ASCII_LETTERS = re.compile("[A-Za-z]")
+# at least 12 of the ASCII letters (c.isascii() and c.isalpha()), found from the start
+_TWELVE_LETTERS = re.compile("(?:[^A-Za-z]*[A-Za-z]){12}")
+
+
+_HOMOGLYPH_CHARS = re.compile("[" + "".join(map(chr, _HOMOGLYPHS)) + "]")
+_ROT13 = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)
+# characters seen whose combining class is 0 (a per-process constant of each character;
+# bounded, so a text of many distinct characters cannot grow it without end)
+_NOT_COMBINING: set[str] = set()
+_NOT_COMBINING_MAX = 1 << 16
+
+
+def _has_combining(text: str) -> bool:
+    """``any(unicodedata.combining(c) for c in text)``, asking :mod:`unicodedata` once per
+    distinct character (an ASCII text has none)."""
+    if text.isascii() or _NOT_COMBINING.issuperset(text):
+        return False
+    for c in set(text).difference(_NOT_COMBINING):
+        if unicodedata.combining(c):
+            return True
+        if len(_NOT_COMBINING) < _NOT_COMBINING_MAX:
+            _NOT_COMBINING.add(c)
+    return False
 
 
 def _folded(text: str) -> str:
     """NFKC, invisible characters and combining marks removed, case-folded, homoglyphs."""
-    text = strip_invisible(nfkc(text))  # the one normaliser (app.text)
-    if any(unicodedata.combining(c) for c in text):
+    return _folded_nfkc(nfkc(text))  # the one normaliser (app.text)
+
+
+def _folded_nfkc(text: str) -> str:
+    """:func:`_folded` of a text already in NFKC. An ASCII text has no invisible character,
+    combining mark or homoglyph, and its case fold is ``lower()``."""
+    if text.isascii():
+        return text.lower()
+    text = strip_invisible(text)
+    if _has_combining(text):
         text = "".join(c for c in text if not unicodedata.combining(c))
-    return text.casefold().translate(_HOMOGLYPHS)
+    text = text.casefold()
+    return text.translate(_HOMOGLYPHS) if _HOMOGLYPH_CHARS.search(text) else text
 
 
 def _plain(text: str) -> str:
-    return _SPACES.sub(" ", _folded(text)).strip()
+    return collapse_spaces(_folded(text))
 
 
-def _joined(folded: str) -> str:
+def _joined(folded: str, plain: str | None = None) -> str:
     """Spacing tricks undone *before* whitespace is collapsed: ``i g n o r e   t h e``
-    keeps its wider word gap, so it becomes ``ignore the``, not ``ignorethe``."""
-    text = _SPACED_LETTERS.sub(lambda m: _SEPARATORS.sub("", m.group(0)), folded)
-    return _SPACES.sub(" ", _CJK_GAP.sub("", text)).strip()
+    keeps its wider word gap, so it becomes ``ignore the``, not ``ignorethe``. ``plain``:
+    ``folded`` with whitespace collapsed, when the caller has it (the result when there is
+    no spacing trick to undo)."""
+    text = _SPACED_LETTERS.sub(_unspaced, folded)
+    if not text.isascii():  # a gap between CJK characters needs CJK characters
+        text = _CJK_GAP.sub("", text)
+    if plain is not None and text is folded:  # re's sub hands back its input unchanged
+        return plain
+    return collapse_spaces(text)
+
+
+def _unspaced(m: re.Match[str]) -> str:
+    return _SEPARATORS.sub("", m.group(0))
 
 
 def _decoded(text: str) -> list[str]:
     """Texts hidden in simple encodings (base64, rot13, %-/\\u-escapes), if any."""
-    out: list[str] = []
-    for run in _BASE64.findall(text)[:20]:
+    return [hidden for hidden, _rot13 in _hidden(text)]
+
+
+def _hidden(text: str) -> list[tuple[str, bool]]:
+    """:func:`_decoded`'s texts, each with whether it is the rot13 of ``text``."""
+    out: list[tuple[str, bool]] = []
+    for run in _BASE64.findall(text)[:20] if len(text) >= 16 else ():
         try:
             raw = base64.b64decode(run + "=" * (-len(run) % 4), validate=True)
             decoded = raw.decode("utf-8")
         except (binascii.Error, ValueError):
             continue
         if decoded.isprintable():
-            out.append(decoded)
-    if len(_ASCII_LETTERS.findall(text)) >= 12:  # the ASCII letters: c.isascii() and c.isalpha()
-        out.append(codecs.encode(text, "rot13"))
-    for run in _ESCAPES.findall(text)[:20]:
+            out.append((decoded, False))
+    if _TWELVE_LETTERS.match(text):  # 12 ASCII letters or more
+        out.append((text.translate(_ROT13), True))  # codecs' rot13: the same table
+    escapes = _ESCAPES.findall(text)[:20] if "%" in text or "\\u" in text else ()
+    for run in escapes:
         if run.startswith("%"):
-            out.append(urllib.parse.unquote(run))
+            out.append((urllib.parse.unquote(run), False))
         else:
-            out.append(codecs.decode(run, "unicode_escape"))
+            out.append((codecs.decode(run, "unicode_escape"), False))
     return out
 
 
 def views(text: str) -> dict[str, str]:
     """The normalised views a text is scanned in (see the module docstring)."""
-    folded = _folded(text)
-    plain = _SPACES.sub(" ", folded).strip()
-    joined = _joined(folded)
+    normal = nfkc(text)
+    folded = _folded_nfkc(normal)
+    plain = collapse_spaces(folded)
+    joined = _joined(folded, plain)
     out = {"plain": plain, "joined": joined}
     if _LEET_NEEDED.search(joined):
         out["leet"] = joined.translate(_LEET)
-    for i, hidden in enumerate(_decoded(nfkc(text))):
-        out[f"decoded{i}"] = _joined(_folded(hidden))
+    ascii_text = normal.isascii()
+    for i, (hidden, rot13) in enumerate(_hidden(normal)):
+        # rot13 maps ASCII letters to letters of the same case and nothing else: on an ASCII
+        # text it commutes with lower() and with undoing spacing tricks
+        view = joined.translate(_ROT13) if rot13 and ascii_text else _joined(_folded(hidden))
+        out[f"decoded{i}"] = view
     return out
 
 
@@ -210,17 +269,27 @@ def _item_needs(op: Any, av: Any, c: Any) -> frozenset[str] | None:
     return None
 
 
+# characters from most to least frequent in the texts scanned (English letters, space): a
+# needed string is looked for only in a view holding its rarest character (any character
+# would be correct: a string occurs only where all of its characters do; the rarest one
+# rules out the most views)
+_FREQUENT = " etaoinsrhldcumfpgwybvkxjqz"
+
+
+def _rarest(x: str) -> str:
+    return max(x, key=lambda c: (_FREQUENT.find(c) if c in _FREQUENT else len(_FREQUENT), c))
+
+
 @dataclass(frozen=True)
 class SignalSet:
     threshold: float
     family_cap: float
     signals: tuple[Signal, ...]
-    # every signal's needs in one alternation, longest first (searched again one character
-    # after each occurrence: overlapping ones count); each string -> the needs it starts with
-    _literals: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
-    _prefixes: dict[str, frozenset[str]] = field(
+    # every signal's needed strings by their rarest character (:func:`_rarest`)
+    _by_char: dict[str, tuple[str, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _chars: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
     # needed string -> the signals (by position) that need it; signals without needs
     _needed_by: dict[str, tuple[int, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -228,14 +297,12 @@ class SignalSet:
     _always: tuple[int, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        strings = sorted(
-            {x for s in self.signals for x in (s.needs or ())}, key=lambda x: (-len(x), x)
-        )
-        if strings:
-            alternation = "|".join(re.escape(x) for x in strings)
-            object.__setattr__(self, "_literals", re.compile(alternation))
-            prefixes = {x: frozenset(y for y in strings if x.startswith(y)) for x in strings}
-            object.__setattr__(self, "_prefixes", prefixes)
+        strings = sorted({x for s in self.signals for x in (s.needs or ())})
+        by_char: dict[str, list[str]] = {}
+        for x in strings:
+            by_char.setdefault(_rarest(x), []).append(x)
+        object.__setattr__(self, "_by_char", {c: tuple(xs) for c, xs in by_char.items()})
+        object.__setattr__(self, "_chars", frozenset(by_char))
         needed_by = {
             x: tuple(i for i, s in enumerate(self.signals) if s.needs and x in s.needs)
             for x in strings
@@ -253,16 +320,11 @@ class SignalSet:
         return sorted(out)
 
     def present(self, view: str) -> set[str]:
-        """The signals' needed strings that occur in ``view``. At each position the
-        alternation takes the longest one starting there; every shorter one starting there
-        is a prefix of it, so all of them are found."""
-        found: set[str] = set()
-        if self._literals is not None:
-            search, prefixes, pos = self._literals.search, self._prefixes, 0
-            while (m := search(view, pos)) is not None:  # every start, overlaps included
-                found.update(prefixes[m.group()])
-                pos = m.start() + 1
-        return found
+        """The signals' needed strings that occur in ``view`` (overlapping ones, and one
+        inside another, included): each string whose rarest character the view holds is
+        looked for in it."""
+        by_char = self._by_char
+        return {x for c in self._chars.intersection(view) for x in by_char[c] if x in view}
 
 
 @dataclass(frozen=True)

@@ -57,3 +57,24 @@ def test_matcher_cjk_substring_other_terms_whole_tokens() -> None:
     assert "vpn" in m and "vp" not in m  # Latin: whole tokens only
     assert "15" in m and "5" not in m  # numbers whole
     assert "1" not in m  # the citation marker is not text
+
+
+def test_collapse_spaces_is_the_whitespace_regex() -> None:
+    """collapse_spaces splits with str.split; the definition is ``\\s+`` → one space, ends
+    stripped. The two agree only if ``\\s`` and str.isspace are the same set of characters:
+    checked over every code point, then on texts built from all of them."""
+    import random
+    import re
+    import sys
+
+    from app.text import collapse_spaces
+
+    every = "".join(chr(i) for i in range(sys.maxunicode + 1) if not 0xD800 <= i < 0xE000)
+    spaces = re.findall(r"\s", every)
+    assert spaces == [c for c in every if c.isspace()]
+    assert len(spaces) > 20  # not only ASCII: U+00A0, U+2003, U+3000, …
+    rng = random.Random(14)
+    alphabet = [*spaces, "a", "年", "\u200b", "x y"]
+    for _ in range(3000):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 12)))
+        assert collapse_spaces(text) == re.sub(r"\s+", " ", text).strip(), repr(text)
