@@ -20,7 +20,7 @@ from app.eval.judge_table import JudgeInput, judge, judge_table
 from app.eval.judges import JudgeConfig, gather, in_process, score_judge
 from app.eval.metrics.base import MetricContext, Score
 from app.eval.metrics.generation import REWRITE_EQUIVALENCE, rewrite_matches
-from app.eval.metrics.registry import score_case, select_metrics, specs
+from app.eval.metrics.registry import red_line_metrics, score_case, select_metrics
 from app.eval.observe import PipelineFactory, observe_case
 from app.eval.records import CaseResult
 from app.eval.summary import CaseDigest, digest
@@ -116,11 +116,7 @@ def _result(
     errors: list[str],
     cost: float,
 ) -> CaseResult:
-    red = [
-        name
-        for name, spec in specs().items()
-        if spec.red_line and name in metrics and (metrics[name].value or 0) > 0
-    ]
+    red = [n for n in red_line_metrics() if n in metrics and (metrics[n].value or 0) > 0]
     return CaseResult(
         id=case.id,
         question=case.question,

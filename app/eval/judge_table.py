@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from app.eval.datasets import Case
 from app.eval.metrics.base import MetricContext, MetricSpec, Observation, Score
-from app.eval.metrics.registry import REGISTRY, metric
+from app.eval.metrics.registry import REGISTRY, forget, metric
 from app.llm.providers.offline_judge import RULES, OfflineRule
 
 
@@ -114,7 +114,7 @@ def unregister(name: str) -> None:
     """Remove a judge metric (tests that register a temporary one)."""
     _TABLE.pop(name, None)
     RULES.pop(name, None)
-    REGISTRY.pop(name, None)
+    forget(name)
 
 
 def judge_table() -> dict[str, JudgeMetric]:

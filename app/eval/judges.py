@@ -297,10 +297,15 @@ T = TypeVar("T")
 async def gather(aws: Iterable[Awaitable[T]], *, one_by_one: bool) -> list[T]:
     """``asyncio.gather`` of ``aws``, or with ``one_by_one`` each awaited in turn: an offline
     judge computes in this process with nothing to wait for, so tasks to overlap its calls
-    would only add their cost (the results and their order are the same either way)."""
+    would only add their cost (the results and their order are the same either way). One
+    awaitable alone is awaited directly, whatever the provider: a task for it has nothing to
+    overlap with (a case with one judged metric and one sample: two tasks less per case)."""
     if one_by_one:
         return [await aw for aw in aws]
-    return list(await asyncio.gather(*aws))
+    pending = list(aws)
+    if len(pending) == 1:
+        return [await pending[0]]
+    return list(await asyncio.gather(*pending))
 
 
 async def score_judge(

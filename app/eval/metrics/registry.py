@@ -24,6 +24,9 @@ from app.eval.metrics.base import (
 )
 
 REGISTRY: dict[str, tuple[MetricSpec, MetricFn]] = {}
+#: bumped by every change of :data:`REGISTRY` (:func:`metric`, :func:`forget`): the report
+#: order and the ``--metrics`` selections below are computed once per version, not per case
+_VERSION = [0]
 
 
 def metric(
@@ -44,22 +47,58 @@ def metric(
             raise RuntimeError(f"metric {name!r} registered twice")
         spec = MetricSpec(name, direction, kind, unit, scale, red_line, group, description)
         REGISTRY[name] = (spec, fn)
+        _VERSION[0] += 1
         return fn
 
     return wrap
 
 
+def forget(name: str) -> None:
+    """Remove a metric (tests that register a temporary one)."""
+    REGISTRY.pop(name, None)
+    _VERSION[0] += 1
+
+
 GROUP_ORDER = ("retrieval", "generation", "rewrite", "safety", "cost")
 
 
-def _ordered() -> list[str]:
+class _Table:
+    """The report order of :data:`REGISTRY` at one version (with its length: a direct
+    ``REGISTRY.pop`` is noticed too) and what is derived from it."""
+
+    __slots__ = ("key", "red_lines", "selections", "specs")
+
+    def __init__(self, key: tuple[int, int]) -> None:
+        self.key = key
+        order = sorted(REGISTRY, key=lambda n: GROUP_ORDER.index(REGISTRY[n][0].group))
+        self.specs = {name: REGISTRY[name][0] for name in order}
+        self.red_lines = tuple(n for n, s in self.specs.items() if s.red_line)
+        self.selections: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+_TABLE: list[_Table] = []
+
+
+def _table() -> _Table:
     _load()
-    return sorted(REGISTRY, key=lambda n: GROUP_ORDER.index(REGISTRY[n][0].group))
+    key = (_VERSION[0], len(REGISTRY))
+    if not _TABLE or _TABLE[0].key != key:
+        _TABLE[:] = [_Table(key)]
+    return _TABLE[0]
+
+
+def _ordered() -> list[str]:
+    return list(_table().specs)
 
 
 def specs() -> dict[str, MetricSpec]:
     """Every metric's spec, grouped retrieval → generation → rewrite → safety → cost."""
-    return {name: REGISTRY[name][0] for name in _ordered()}
+    return dict(_table().specs)
+
+
+def red_line_metrics() -> tuple[str, ...]:
+    """The red-line metrics' names, in :func:`specs` order."""
+    return _table().red_lines
 
 
 def score_case(
@@ -68,7 +107,7 @@ def score_case(
     """Every registered metric (or every ``selected`` one) for one case."""
     return {
         name: REGISTRY[name][1](case, obs, ctx)
-        for name in _ordered()
+        for name in _table().specs
         if selected is None or name in selected
     }
 
@@ -79,8 +118,17 @@ KINDS: tuple[Kind, ...] = ("deterministic", "judge")
 def select_metrics(names: Iterable[str] = ()) -> tuple[str, ...]:
     """The metrics ``--metrics`` names, in report order: metric names and the kinds
     ``deterministic`` / ``judge`` (every metric of that kind); nothing or ``all`` = every
-    metric. An unknown name is a :class:`ConfigError` listing the valid ones."""
-    table = specs()
+    metric. An unknown name is a :class:`ConfigError` listing the valid ones (computed once
+    per registry version and selection: the runner asks for every case)."""
+    tokens = tuple(names)
+    known = _table()
+    chosen = known.selections.get(tokens)
+    if chosen is None:
+        chosen = known.selections[tokens] = _select(known.specs, tokens)
+    return chosen
+
+
+def _select(table: dict[str, MetricSpec], names: tuple[str, ...]) -> tuple[str, ...]:
     wanted: set[str] = set()
     unknown: list[str] = []
     tokens = [t.strip() for t in names if t.strip()]
@@ -101,6 +149,13 @@ def select_metrics(names: Iterable[str] = ()) -> tuple[str, ...]:
     return tuple(n for n in table if n in wanted)
 
 
+_LOADED: list[bool] = []
+
+
 def _load() -> None:
-    # The metric modules register themselves on import.
+    # The metric modules register themselves on import (once: a module is imported once).
+    if _LOADED:
+        return
     from app.eval.metrics import generation, judged, retrieval_case, safety  # noqa: F401
+
+    _LOADED.append(True)
