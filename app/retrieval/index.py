@@ -13,8 +13,9 @@ for debugging). Ties are broken by chunk id so results are deterministic.
 
 from __future__ import annotations
 
+import heapq
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.retrieval.bm25 import BM25
@@ -36,16 +37,51 @@ class Hit:
         return self.chunk.chunk_id
 
 
+_new = object.__new__
+
+
+def new_hit(chunk: Chunk, score: float, raw_score: float, query: str) -> Hit:
+    """``Hit(chunk, score, raw_score, query)``, the same instance without the frozen
+    dataclass's four ``object.__setattr__`` calls (its fields live in the instance dict)."""
+    hit: Hit = _new(Hit)
+    hit.__dict__.update(chunk=chunk, score=score, raw_score=raw_score, query=query)
+    return hit
+
+
 @dataclass(frozen=True)
 class _View:
     chunks: tuple[Chunk, ...]
     bm25: BM25
     positions: dict[str, int] = field(default_factory=dict)  # chunk id -> its first position
+    #: each position's rank in chunk-id order (equal ids, equal ranks): search()'s tie-break
+    id_rank: tuple[int, ...] = ()
 
 
-#: (query, readable groups) -> the query's terms and every readable chunk's normalised score
-#: (the reranker asks score() once per candidate and query variant)
+@dataclass(frozen=True)
+class _Lexical:
+    """One query over one view: its terms and ``BM25.sparse`` (the denominator and, for each
+    chunk holding a query term, the numerator and the raw score)."""
+
+    terms: list[str]
+    denom: float
+    nums: dict[int, float]
+    raws: dict[int, float]
+
+    def normalized(self, i: int) -> float:
+        """``BM25.normalized_score`` of position ``i`` (the same float)."""
+        num = self.nums.get(i)
+        return 0.0 if num is None or self.denom <= 0.0 else min(1.0, num / self.denom)
+
+
+_NO_TERMS = _Lexical([], 0.0, {}, {})
+
+#: (query, readable groups) -> the query's terms and scores (:class:`_Lexical`; the reranker
+#: asks score() once per candidate and query variant)
 LEXICAL_CACHE = 256
+
+
+def _groups(user_acl: Iterable[str]) -> frozenset[str]:
+    return frozenset(user_acl) | {"public"}
 
 
 class Retriever:
@@ -55,10 +91,11 @@ class Retriever:
         self.kb = kb
         self._views: dict[frozenset[str], _View] = {}
         self._lock = threading.Lock()
-        self._terms: dict[tuple[str, frozenset[str]], tuple[list[str], list[float]]] = {}
+        self._terms: dict[tuple[str, frozenset[str]], _Lexical] = {}
 
-    def _view(self, user_acl: Iterable[str]) -> _View:
-        groups = frozenset(user_acl) | {"public"}
+    def _view(self, user_acl: Iterable[str], groups: frozenset[str] | None = None) -> _View:
+        if groups is None:
+            groups = _groups(user_acl)
         with self._lock:
             view = self._views.get(groups)
             if view is None:
@@ -66,30 +103,34 @@ class Retriever:
                 positions: dict[str, int] = {}
                 for i, c in enumerate(readable):
                     positions.setdefault(c.chunk_id, i)
+                ids = sorted({c.chunk_id for c in readable})
+                rank = {cid: r for r, cid in enumerate(ids)}
                 view = _View(
                     readable,
                     BM25([tokenize(self._index_text(c), query=False) for c in readable]),
                     positions,
+                    tuple(rank[c.chunk_id] for c in readable),
                 )
                 self._views[groups] = view
             return view
 
-    def _lexical(self, query: str, user_acl: Iterable[str]) -> tuple[_View, list[str], list[float]]:
-        """The view, ``tokenize(query)`` and every readable chunk's normalised score
-        (``BM25.normalized_scores``: the same floats as ``normalized_score`` one by one),
-        memoised per (query, view), at most :data:`LEXICAL_CACHE` entries."""
-        view = self._view(user_acl)
-        key = (query, frozenset(user_acl) | {"public"})
+    def _lexical(self, query: str, user_acl: Iterable[str]) -> tuple[_View, _Lexical]:
+        """The view and the query's :class:`_Lexical` over it (``tokenize(query)`` and
+        ``BM25.sparse`` of its terms), memoised per (query, view), at most
+        :data:`LEXICAL_CACHE` entries."""
+        groups = _groups(user_acl)
+        view = self._view(user_acl, groups)
+        key = (query, groups)
         with self._lock:
             found = self._terms.get(key)
         if found is None:
             terms = tokenize(query)
-            found = (terms, view.bm25.normalized_scores(terms) if terms else [])
+            found = _Lexical(terms, *view.bm25.sparse(terms)) if terms else _NO_TERMS
             with self._lock:
                 if len(self._terms) >= LEXICAL_CACHE:
                     self._terms.clear()
                 self._terms[key] = found
-        return view, found[0], found[1]
+        return view, found
 
     @staticmethod
     def _index_text(chunk: Chunk) -> str:
@@ -102,18 +143,49 @@ class Retriever:
 
     def search(self, query: str, user_acl: Iterable[str], k: int = 5) -> list[Hit]:
         """Top-``k`` readable chunks for ``query``, best first (empty when nothing matches)."""
-        view, terms, _ = self._lexical(query, user_acl)
-        if not terms or not view.chunks:
+        view, lex = self._lexical(query, user_acl)
+        if not lex.terms or not view.chunks:
             return []
-        scored = view.bm25.scores(terms)
-        scored.sort(key=lambda item: (-item[1], -item[2], view.chunks[item[0]].chunk_id))
+        denom, nums, rank = lex.denom, lex.nums, view.id_rank
+        # the order of a stable sort by (-normalised, -raw, chunk id) over the documents in
+        # index order: the tuples are distinct (position last), so the k smallest are
+        # sorted(...)[:k] (what search() has always returned, for any k)
+        keyed = [
+            (-(min(1.0, nums[i] / denom) if denom > 0.0 else 0.0), -raw, rank[i], i)
+            for i, raw in lex.raws.items()
+        ]
+        best = heapq.nsmallest(k, keyed) if 0 <= k < len(keyed) else sorted(keyed)[:k]
+        chunks = view.chunks
         return [
-            Hit(chunk=view.chunks[i], score=round(norm, 6), raw_score=round(raw, 6), query=query)
-            for i, norm, raw in scored[:k]
+            new_hit(chunks[i], round(-neg_norm, 6), round(-neg_raw, 6), query)
+            for neg_norm, neg_raw, _, i in best
         ]
 
     def score(self, query: str, chunk: Chunk, user_acl: Iterable[str]) -> float:
         """The normalised score of one readable chunk for ``query`` (0.0 if not readable)."""
-        view, terms, normalized = self._lexical(query, user_acl)
+        view, lex = self._lexical(query, user_acl)
         i = view.positions.get(chunk.chunk_id)
-        return round(normalized[i], 6) if terms and i is not None else 0.0
+        return round(lex.normalized(i), 6) if lex.terms and i is not None else 0.0
+
+    def scorer(self, query: str, user_acl: Iterable[str]) -> Callable[[Chunk], float]:
+        """``chunk -> self.score(query, chunk, user_acl)``, the query's part done once (the
+        reranker scores each candidate against each query variant)."""
+        if type(self).score is not Retriever.score:  # a subclass scores its own way
+            return _per_call(self, query, user_acl)
+        view, lex = self._lexical(query, user_acl)
+        if not lex.terms:
+            return lambda chunk: 0.0
+        position, normalized = view.positions.get, lex.normalized
+
+        def score(chunk: Chunk) -> float:
+            i = position(chunk.chunk_id)
+            return 0.0 if i is None else round(normalized(i), 6)
+
+        return score
+
+
+def _per_call(
+    retriever: Retriever, query: str, user_acl: Iterable[str]
+) -> Callable[[Chunk], float]:
+    groups = list(user_acl)
+    return lambda chunk: retriever.score(query, chunk, groups)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from app.errors import ConfigError
-from app.retrieval.index import Hit, Retriever
+from app.retrieval.index import Hit, Retriever, new_hit
 
 
 class Reranker(Protocol):
@@ -55,19 +55,22 @@ class LexicalReranker:
     def rerank(
         self, queries: Sequence[str], hits: Sequence[Hit], user_acl: Iterable[str]
     ) -> list[Hit]:
+        if not hits:
+            return []
         groups = list(user_acl)
-        score = self._retriever.score
+        # each variant's scores once (the same floats as score(q, chunk, groups) per call)
+        scorers = [(q, self._retriever.scorer(q, groups)) for q in queries]
         out = []
         for hit in hits:
             best, best_q, higher = hit.score, hit.query, False
-            for q in queries:
-                s = score(q, hit.chunk, groups)
+            for q, score in scorers:
+                s = score(hit.chunk)
                 if s > best:
                     best, best_q, higher = s, q, True
             if not higher:  # no variant scored higher: the hit as it is
                 out.append(hit)
             elif type(hit) is Hit:  # (dataclasses.replace, without its per-call field walk)
-                out.append(Hit(hit.chunk, best, hit.raw_score, best_q))
+                out.append(new_hit(hit.chunk, best, hit.raw_score, best_q))
             else:
                 out.append(replace(hit, score=best, query=best_q))
         return sort_hits(out)

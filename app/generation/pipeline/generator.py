@@ -27,7 +27,9 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
+
+from pydantic import TypeAdapter
 
 from app.generation.pipeline import answer_log
 from app.generation.pipeline.assembly import Assembly, layout_for, select
@@ -323,7 +325,7 @@ class Pipeline:
         queries = [rw.rewritten] + ([query] if rw.changed else [])
         recalled = [self.retriever.search(q, acl, cfg.top_k) for q in queries]
         hits = self.reranker.rerank(queries, merge_hits(*recalled), acl)
-        trace.retrieved = [_retrieved(h, rw) for h in hits]
+        trace.retrieved = _retrieved(hits, rw)
         isolated = [h.chunk_id for h in hits if self.documents.flagged(h.chunk_id, h.chunk.text)]
         if isolated:  # indirect injection in the KB: isolated, never obeyed
             trace.injection.documents = isolated
@@ -536,16 +538,22 @@ def _rewrite_trace(rw: RewriteResult) -> RewriteTrace:
     )
 
 
-def _retrieved(hit: Hit, rw: RewriteResult) -> RetrievedChunk:
-    which: Literal["rewritten", "original"] = (
-        "original" if rw.changed and hit.query == rw.original else "rewritten"
-    )
-    return RetrievedChunk(
-        chunk_id=hit.chunk_id,
-        title=hit.chunk.title,
-        score=hit.score,
-        raw_score=hit.raw_score,
-        query=which,
+_ROWS: TypeAdapter[list[RetrievedChunk]] = TypeAdapter(list[RetrievedChunk])  # one call, all rows
+
+
+def _retrieved(hits: Sequence[Hit], rw: RewriteResult) -> list[RetrievedChunk]:
+    original = rw.original if rw.changed else None  # which variant: the original, else rewritten
+    return _ROWS.validate_python(
+        [
+            {
+                "chunk_id": h.chunk_id,
+                "title": h.chunk.title,
+                "score": h.score,
+                "raw_score": h.raw_score,
+                "query": "original" if h.query == original else "rewritten",
+            }
+            for h in hits
+        ]
     )
 
 

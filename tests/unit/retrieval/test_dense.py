@@ -342,9 +342,13 @@ def test_per_view_arrays_and_one_sort_give_the_old_floats_and_order_on_every_que
         hits = r.search(question, acl, k=len(chunks))
         assert [(h.chunk_id, h.score, h.raw_score) for h in hits] == expected, question
         assert [h.chunk_id for h in r.search(question, acl, k=5)] == [e[0] for e in expected[:5]]
+        scorer = r.scorer(question, acl)  # the reranker's per-query form of score()
         for i, chunk in enumerate(chunks):
             one = cal.fused(dense[i : i + 1], lex[i : i + 1], title[i : i + 1])
             assert r.score(question, chunk, acl) == round(float(cal.score(one)[0]), 6)
+            assert scorer(chunk) == round(float(cal.score(one)[0]), 6)
+        unreadable = [c for c in r.kb.chunks if c.chunk_id not in view.positions]
+        assert all(scorer(c) == 0.0 for c in unreadable)
 
 
 def test_equal_fused_values_are_ordered_by_chunk_id(kb) -> None:  # type: ignore[no-untyped-def]

@@ -342,6 +342,7 @@ def test_retriever_score_and_search_equal_the_per_chunk_formula_on_every_questio
         ]
         hits = retriever.search(question, acl, k=5)
         assert [(h.chunk_id, h.score, h.raw_score) for h in hits] == expected[:5], question
+        scorer = retriever.scorer(question, acl)  # the reranker's per-query form of score()
         for chunk in kb.chunks:
             old = 0.0
             for i, c in enumerate(view.chunks):
@@ -349,5 +350,173 @@ def test_retriever_score_and_search_equal_the_per_chunk_formula_on_every_questio
                     old = round(view.bm25.normalized_score(terms, i), 6) if terms else 0.0
                     break
             assert retriever.score(question, chunk, acl) == old, (question, chunk.chunk_id)
+            assert scorer(chunk) == old, (question, chunk.chunk_id)
             nonzero += old > 0
     assert nonzero > 1000
+
+
+def _suite_cases() -> list[dict[str, object]]:
+    import json
+
+    from app.paths import repo_root
+
+    return [
+        json.loads(line)
+        for path in sorted((repo_root() / "tests" / "eval" / "datasets").glob("*_v*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+
+
+def test_query_weights_and_sparse_equal_the_written_out_formulas_on_every_question() -> None:
+    """``query_weights`` (idf kept per term at index time, a dict count) and ``sparse`` (one
+    pass over the postings for the numerators and the raw scores) against the definitions
+    written out here with ``Counter``, ``math.log`` and a scan of every document — bit for
+    bit, on the sample KB and every suite question."""
+    from collections import Counter
+
+    from app.paths import kb_dir
+
+    kb = load_kb(kb_dir())
+    bm25 = BM25([tokenize(Retriever._index_text(c), query=False) for c in kb.chunks])
+    n = bm25.n_docs
+
+    def idf(t: str) -> float:
+        df = sum(1 for tf in bm25._tfs if t in tf)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def weights_by_formula(terms: list[str]) -> dict[str, float]:
+        qtf = Counter(terms)
+        known = {t for t in qtf if any(t in tf for tf in bm25._tfs)}
+        out: dict[str, float] = {}
+        for t, q in qtf.items():
+            if t in known:
+                out[t] = q * idf(t)
+            elif has_cjk(t) and any(len(s) >= 2 and s != t and s in t for s in known):
+                continue
+            else:
+                out[t] = q * ABSENT_WEIGHT * idf(t)
+        return out
+
+    questions = [str(c["question"]) for c in _suite_cases()]
+    assert len(questions) > 500
+    compared = 0
+    for question in questions:
+        terms = tokenize(question)
+        weights = weights_by_formula(terms)
+        got = bm25.query_weights(terms)
+        assert list(got.items()) == list(weights.items()), question
+        denom, nums, raws = bm25.sparse(terms)
+        assert denom == sum(weights.values()), question
+        holding = [i for i in range(n) if not set(terms).isdisjoint(bm25._tfs[i])]
+        assert sorted(nums) == sorted(raws) == holding, question
+        for i in holding:
+            tf, length = bm25._tfs[i], bm25._lengths[i]
+            num = sum(w * min(1.0, bm25._weight(tf.get(t, 0), length)) for t, w in weights.items())
+            raw = sum(
+                q * idf(t) * bm25._weight(tf.get(t, 0), length) for t, q in Counter(terms).items()
+            )
+            assert nums[i] == num and raws[i] == raw, (question, i)
+            compared += 1
+    assert compared > 5000
+
+
+def test_search_top_k_is_the_stable_sort_prefix_for_every_k_on_every_question() -> None:
+    """search() picks its top k with a heap over (−normalised, −raw, id rank, position):
+    expected, the former path written out — every document's floats from ``scores()``,
+    one stable sort by (−normalised, −raw, chunk id), the first k — for k = 0, 1, 3, 5, 12
+    and more than there are, on every suite question with its ACL."""
+    from app.paths import kb_dir
+
+    kb = load_kb(kb_dir())
+    retriever = Retriever(kb)
+    found = 0
+    for case in _suite_cases():
+        question, acl = str(case["question"]), list(case.get("acl") or ["public"])  # type: ignore[call-overload]
+        view = retriever._view(acl)
+        terms = tokenize(question)
+        ranked = sorted(
+            view.bm25.scores(terms) if terms else [],
+            key=lambda item: (-item[1], -item[2], view.chunks[item[0]].chunk_id),
+        )
+        for k in (0, 1, 3, 5, 12, len(view.chunks) + 1):
+            expected = [
+                Hit(view.chunks[i], round(norm, 6), round(raw, 6), question)
+                for i, norm, raw in ranked[:k]
+            ]
+            assert retriever.search(question, acl, k=k) == expected, (question, k)
+        found += len(ranked)
+    assert found > 5000  # many candidates ordered, not only a few
+
+
+def test_equal_lexical_scores_are_ordered_by_chunk_id_whatever_the_kb_order(
+    kb_root: Path,
+) -> None:
+    """Ties (equal normalised and raw score: the same text under different ids) come out in
+    chunk-id order (sorted here independently) though the KB lists them in another order."""
+    import dataclasses
+
+    for name in ("c", "a", "d", "b"):
+        _write(kb_root, f"pub/same_{name}.md", "同一制度", "public", "会议室预约需要提前一天。")
+    kb = load_kb(kb_root)
+    mixed = dataclasses.replace(kb, chunks=tuple(reversed(kb.chunks)))
+    retriever = Retriever(mixed)
+    same = sorted(c.chunk_id for c in mixed.chunks if "same_" in c.chunk_id)
+    assert len(same) == 4 and [c.chunk_id for c in mixed.chunks] != sorted(
+        c.chunk_id for c in mixed.chunks
+    )
+    for k in (1, 2, 4):
+        hits = retriever.search("会议室预约", ["public"], k=k)
+        assert [h.chunk_id for h in hits] == same[:k]
+        assert len({(h.score, h.raw_score) for h in hits}) == 1 and hits[0].score > 0
+
+
+def test_new_hit_is_the_dataclass_instance() -> None:
+    """new_hit fills the frozen dataclass's instance dict: equal to Hit(...) in every way
+    the code can see (fields, equality, hash, repr, replace), still frozen."""
+    import dataclasses
+
+    from app.paths import kb_dir
+    from app.retrieval.index import new_hit
+
+    chunk = load_kb(kb_dir()).chunks[3]
+    made, built = new_hit(chunk, 0.5, 1.25, "q"), Hit(chunk, 0.5, 1.25, "q")
+    assert type(made) is Hit and made == built and hash(made) == hash(built)
+    assert vars(made) == vars(built) and repr(made) == repr(built)
+    assert [getattr(made, f.name) for f in dataclasses.fields(Hit)] == [chunk, 0.5, 1.25, "q"]
+    assert dataclasses.replace(made, score=0.25) == Hit(chunk, 0.25, 1.25, "q")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.score = 1.0  # type: ignore[misc]
+    # new_hit relies on a plain frozen dataclass: no __slots__, no __post_init__
+    assert not hasattr(Hit, "__slots__") and not hasattr(Hit, "__post_init__")
+
+
+def test_lexical_rerank_equals_the_per_call_formula_on_every_question() -> None:
+    """The reranker takes each query variant's scorer once; expected, the former loop written
+    out — score(q, chunk, acl) per candidate and variant, the strictly higher best kept — on
+    every suite question with the previous question as a second variant."""
+    from dataclasses import replace
+
+    from app.paths import kb_dir
+    from app.retrieval.rerank import sort_hits
+
+    retriever = Retriever(load_kb(kb_dir()))
+    reranker = LexicalReranker(retriever)
+    cases = _suite_cases()
+    previous, moved = str(cases[-1]["question"]), 0
+    for case in cases:
+        question, acl = str(case["question"]), list(case.get("acl") or ["public"])  # type: ignore[call-overload]
+        queries = [question, previous]
+        merged = merge_hits(*(retriever.search(q, acl, 5) for q in queries))
+        expected = []
+        for hit in merged:
+            best, best_q = hit.score, hit.query
+            for q in queries:
+                s = retriever.score(q, hit.chunk, acl)
+                if s > best:
+                    best, best_q = s, q
+            expected.append(replace(hit, score=best, query=best_q))
+            moved += best_q != hit.query
+        assert reranker.rerank(queries, merged, acl) == sort_hits(expected), question
+        previous = question
+    assert moved > 50  # the second variant re-scored many candidates higher
