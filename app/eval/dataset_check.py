@@ -20,6 +20,7 @@ meaning against the knowledge base (:mod:`~app.eval.dataset_meaning`) and, with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -32,7 +33,7 @@ from app.eval.dataset_issues import CheckResult, Issue, Sink, display, show
 from app.eval.dataset_lines import parse_line, split_lines
 from app.eval.dataset_meaning import check_meaning
 from app.eval.dataset_messages import Lang, resolve_lang
-from app.eval.datasets import FILE_NAME_RE, iter_lines, parse_file_name
+from app.eval.datasets import FILE_NAME_RE, Case, iter_lines, parse_file_name
 from app.limits import case_problems, limit
 from app.paths import datasets_dir, kb_dir
 from app.retrieval.kb import KnowledgeBase, load_kb
@@ -98,10 +99,15 @@ class Checker:
             return
         if FILE_NAME_RE.match(path.name) is None:
             sink.add(None, "", "file-name", code="file-name", name=repr(path.name))
-        self.check_data(sink, data, suite_of(path))
+        cases: list[Case] = []
+        self.check_data(sink, data, suite_of(path), into=cases)
+        self.result.loaded[os.path.realpath(path)] = (hashlib.sha256(data).hexdigest(), cases)
 
-    def check_data(self, sink: Sink, data: bytes, suite: str) -> None:
-        """Check the bytes of one file of ``suite`` (reported under ``sink.file``)."""
+    def check_data(
+        self, sink: Sink, data: bytes, suite: str, *, into: list[Case] | None = None
+    ) -> None:
+        """Check the bytes of one file of ``suite`` (reported under ``sink.file``); its
+        valid cases are appended to ``into``."""
         self.result.files.setdefault(sink.file, 0)
         in_file: dict[str, int] = {}
         for number, text in split_lines(data, sink):
@@ -114,7 +120,9 @@ class Checker:
                     sink.add(number, fld, "surrogate", code="bad-value")
                 else:
                     sink.add_text(number, fld, problem, fix, code="limit")
-            check_fields(sink, number, obj)
+            case = check_fields(sink, number, obj)
+            if case is not None and into is not None:
+                into.append(case)
             self.check_id(sink, number, obj.get("id"), suite, in_file)
             check_meaning(sink, number, obj, self.kb)
 

@@ -127,12 +127,11 @@ def _one(sink: Sink, line: int, err: ErrorDetails) -> None:
         )
 
 
-def check_fields(sink: Sink, line: int, obj: dict[str, Any]) -> bool:
-    """Validate ``obj`` with :class:`Case` and report every error; True when it is valid."""
+def check_fields(sink: Sink, line: int, obj: dict[str, Any]) -> Case | None:
+    """Validate ``obj`` with :class:`Case` and report every error; the case when it is valid."""
     try:
-        Case.model_validate(obj)
+        return Case.model_validate(obj)
     except ValidationError as exc:
         for err in exc.errors():
             _one(sink, line, err)
-        return False
-    return True
+        return None

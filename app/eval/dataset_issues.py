@@ -47,6 +47,9 @@ class CheckResult:
     files: dict[str, int] = field(default_factory=dict)  # display path -> number of cases
     fatal: bool = False  # some input could not be read
     lang: Lang = "en"
+    #: real path of each file checked -> (SHA-256 of its bytes, its valid cases in line
+    #: order): what ``rag eval run`` loads, so a dataset is read and validated once
+    loaded: dict[str, tuple[str, list[Any]]] = field(default_factory=dict, repr=False)
 
     @property
     def errors(self) -> list[Issue]:

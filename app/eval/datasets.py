@@ -370,8 +370,6 @@ def load_dataset_file(path: Path | str) -> Suite:
     """Load one ``<name>_v<x.y>.jsonl`` file. Raises :class:`DatasetError` listing every bad line."""
     path = Path(path)
     data, text = _read_text(path)
-    parsed = parse_file_name(path.name)
-    name, version = (parsed[0], f"{parsed[1]}.{parsed[2]}") if parsed else (path.stem, "0.0")
     cases: list[Case] = []
     problems: list[str] = []
     for n, line in iter_lines(text):
@@ -398,13 +396,15 @@ def load_dataset_file(path: Path | str) -> Suite:
             f"{path}: {len(problems)} bad line(s) — run `rag datasets check {path}` for "
             f"details:\n{shown}{more}"
         )
-    return Suite(
-        name=name,
-        version=version,
-        path=path,
-        sha256=hashlib.sha256(data).hexdigest(),
-        cases=cases,
-    )
+    return suite_of_file(path, hashlib.sha256(data).hexdigest(), cases)
+
+
+def suite_of_file(path: Path, sha256: str, cases: list[Case]) -> Suite:
+    """The :class:`Suite` of one dataset file: named and versioned by its file name
+    (``<name>_v<x.y>.jsonl``; another name: its stem, version 0.0)."""
+    parsed = parse_file_name(path.name)
+    name, version = (parsed[0], f"{parsed[1]}.{parsed[2]}") if parsed else (path.stem, "0.0")
+    return Suite(name=name, version=version, path=path, sha256=sha256, cases=cases)
 
 
 def available_suites(root: Path | None = None) -> dict[str, list[tuple[tuple[int, int], Path]]]:

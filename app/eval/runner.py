@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import secrets
 import subprocess
 import time
@@ -38,7 +39,7 @@ from app.eval import workers
 from app.eval.case import CaseRun
 from app.eval.checkpoint import Checkpoint
 from app.eval.config import RunConfig, parse_shard
-from app.eval.datasets import Case, Suite, load_dataset_file, load_suite
+from app.eval.datasets import Case, Suite, load_dataset_file, load_suite, suite_of_file
 from app.eval.judges import check_judge
 from app.eval.metrics.base import MetricContext
 from app.eval.metrics.registry import select_metrics, specs
@@ -194,7 +195,11 @@ def load_run_dataset(config: RunConfig) -> Suite:
         raise DatasetError(
             f"{path}: the dataset does not pass `rag datasets check`:\n{shown}{more}"
         )
-    return load_dataset_file(path)
+    # the cases the check validated, from the bytes it read (read and validated once)
+    checked = result.loaded.get(os.path.realpath(path))
+    if checked is None:
+        return load_dataset_file(path)
+    return suite_of_file(path, *checked)
 
 
 def select_cases(suite: Suite, limit: int | None, shard: str | None = None) -> list[Case]:
