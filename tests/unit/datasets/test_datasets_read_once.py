@@ -33,9 +33,7 @@ def test_bom_crlf_and_blank_lines(tmp_path: Path) -> None:
     smoke = sorted(datasets_dir().glob("smoke_v*.jsonl"))[-1]
     lines = [json.dumps(json.loads(x), ensure_ascii=False) for x in smoke.read_text().splitlines()]
     odd = tmp_path / "odd cases.jsonl"  # not a suite's file name: allowed with --dataset
-    odd.write_bytes(
-        b"\xef\xbb\xbf" + "\r\n\r\n".join(lines[:5]).encode("utf-8") + b"\r\n\n   \n"
-    )
+    odd.write_bytes(b"\xef\xbb\xbf" + "\r\n\r\n".join(lines[:5]).encode("utf-8") + b"\r\n\n   \n")
     suite = load_run_dataset(RunConfig(suite="s", dataset_path=str(odd)))
     assert len(suite.cases) == 5
     _same(suite, load_dataset_file(odd))
