@@ -31,7 +31,7 @@ Chunking rule (deterministic; changing it changes chunk ids, so it is versioned 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,7 +98,17 @@ class KnowledgeBase:
 
 def can_read(user_acl: Iterable[str], doc_acl: Sequence[str]) -> bool:
     """True when a reader holding ``user_acl`` may read something labelled ``doc_acl``."""
-    held = set(user_acl) | {"public"}
+    return readable(held_groups(user_acl), doc_acl)
+
+
+def held_groups(user_acl: Iterable[str]) -> set[str]:
+    """The groups a reader holding ``user_acl`` reads as (``public`` included)."""
+    return set(user_acl) | {"public"}
+
+
+def readable(held: Collection[str], doc_acl: Sequence[str]) -> bool:
+    """:func:`can_read` for groups already made by :func:`held_groups` (one reader, many
+    documents)."""
     return any(group in held for group in doc_acl)
 
 

@@ -37,7 +37,19 @@ class Score(BaseModel):
 
     @classmethod
     def undefined(cls, reason: str, **kw: Any) -> Score:
-        return cls(value=None, reason=reason, **kw)
+        if kw:
+            return cls(value=None, reason=reason, **kw)
+        # a plain undefined score is one frozen value per reason (most reasons are the
+        # metrics' constant texts; nothing writes to a score's detail), made once
+        known = _UNDEFINED.get(reason)
+        if known is None:
+            if len(_UNDEFINED) >= 512:
+                _UNDEFINED.clear()
+            known = _UNDEFINED[reason] = cls(value=None, reason=reason)
+        return known
+
+
+_UNDEFINED: dict[str, Score] = {}
 
 
 @dataclass(frozen=True)

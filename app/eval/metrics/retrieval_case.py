@@ -29,10 +29,23 @@ def qrels(case: Case) -> dict[str, float]:
 
 
 def _run(obs: Observation) -> list[str]:
-    seen: dict[str, None] = {}
-    for cid in obs.retrieved:
-        seen.setdefault(cid, None)
-    return list(seen)
+    return list(dict.fromkeys(obs.retrieved))  # the first occurrence of each id, in order
+
+
+#: the last case's (case, observation, run, qrels): the four metrics below read the same
+#: two lists of one case (both objects are frozen, and held here, so identity is enough;
+#: the retrieval functions only read them)
+_LAST: list[tuple[Case, Observation, list[str], dict[str, float]]] = []
+
+
+def _inputs(case: Case, obs: Observation) -> tuple[list[str], dict[str, float]]:
+    if _LAST:
+        last = _LAST[0]
+        if last[0] is case and last[1] is obs:
+            return last[2], last[3]
+    run, labels = _run(obs), qrels(case)
+    _LAST[:] = [(case, obs, run, labels)]
+    return run, labels
 
 
 def _score(value: float | None, obs: Observation) -> Score:
@@ -53,7 +66,7 @@ def _score(value: float | None, obs: Observation) -> Score:
     description="Hit@k: a golden/acceptable chunk is in the top k (trec_eval success_k)",
 )
 def hit_rate(case: Case, obs: Observation, ctx: MetricContext) -> Score:
-    return _score(retrieval.hit_rate(_run(obs), qrels(case), ctx.k), obs)
+    return _score(retrieval.hit_rate(*_inputs(case, obs), ctx.k), obs)
 
 
 @metric(
@@ -66,7 +79,7 @@ def hit_rate(case: Case, obs: Observation, ctx: MetricContext) -> Score:
     description="Recall@k: relevant chunks in the top k / all relevant (trec_eval recall_k)",
 )
 def recall(case: Case, obs: Observation, ctx: MetricContext) -> Score:
-    return _score(retrieval.recall(_run(obs), qrels(case), ctx.k), obs)
+    return _score(retrieval.recall(*_inputs(case, obs), ctx.k), obs)
 
 
 @metric(
@@ -79,7 +92,7 @@ def recall(case: Case, obs: Observation, ctx: MetricContext) -> Score:
     description="reciprocal rank of the first relevant chunk (trec_eval recip_rank)",
 )
 def mrr(case: Case, obs: Observation, ctx: MetricContext) -> Score:
-    return _score(retrieval.mrr(_run(obs), qrels(case)), obs)
+    return _score(retrieval.mrr(*_inputs(case, obs)), obs)
 
 
 @metric(
@@ -92,4 +105,4 @@ def mrr(case: Case, obs: Observation, ctx: MetricContext) -> Score:
     description="nDCG@k, golden grade 2 / acceptable grade 1 (trec_eval ndcg_cut_k)",
 )
 def ndcg(case: Case, obs: Observation, ctx: MetricContext) -> Score:
-    return _score(retrieval.ndcg(_run(obs), qrels(case), ctx.k), obs)
+    return _score(retrieval.ndcg(*_inputs(case, obs), ctx.k), obs)
