@@ -67,7 +67,8 @@ class Assembly:
 
     def documents_json(self) -> str:
         """``metadata["documents"]`` for offline providers: the numbered texts, [1] first."""
-        return json.dumps([body(h.chunk) for h in self.documents], ensure_ascii=False)
+        # json.dumps of the list, from each body's JSON string kept per chunk text
+        return "[" + ", ".join([_json_body(h.chunk.text) for h in self.documents]) + "]"
 
 
 def select(hits: Sequence[Hit], floors: Floors | None = None) -> Assembly:
@@ -106,6 +107,11 @@ def _body(text: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _escaped_body(text: str) -> str:
     return escape_xml(_body(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_body(text: str) -> str:
+    return json.dumps(_body(text), ensure_ascii=False)
 
 
 def format_context(documents: Sequence[Hit], layout: Layout = "xml") -> str:

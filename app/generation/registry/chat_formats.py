@@ -14,6 +14,7 @@ sent on the wire is built by the provider (:func:`app.llm.providers.request_payl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
 
@@ -38,7 +39,13 @@ def format_for(ref: ModelRef) -> str:
     """The chat format for a parsed model string (offline baselines read the chat form)."""
     if ref.offline:
         return "openai"
-    mid = ref.model.lower()
+    return _format_of(ref.model.lower())
+
+
+@functools.lru_cache(maxsize=256)
+def _format_of(mid: str) -> str:
+    """The table's format for a lower-cased bare model id (a pure function of the id: a run
+    renders for the same few models case after case)."""
     for pattern, fmt in FORMAT_TABLE:
         if fnmatchcase(mid, pattern):
             return fmt

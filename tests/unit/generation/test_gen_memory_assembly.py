@@ -166,3 +166,23 @@ def test_context_numbering_and_escaping() -> None:
         layout_for("system/retrieval_qa_zh") == "colossalqa" and layout_for("system/kb_qa") == "xml"
     )
     assert asm.documents_json().startswith('["正文0')
+
+
+def test_documents_json_is_json_dumps_of_the_bodies() -> None:
+    """metadata["documents"] is built from each body's JSON kept per chunk text: it must be
+    json.dumps of the list of bodies (separators, escapes, no documents) on the sample KB."""
+    import json
+
+    from app.generation.pipeline.assembly import Assembly, body
+    from app.paths import kb_dir
+    from app.retrieval.kb import load_kb
+
+    chunks = list(load_kb(kb_dir()).chunks)
+    odd = Chunk("x", "d.md", "t", "", ("public",), '引号 "q" \\ \n\t\u2028 é </document>', 0)
+    chunks.append(odd)
+    assert len(chunks) > 100
+    for k in range(len(chunks)):
+        docs = tuple(Hit(c, 0.9) for c in chunks[k : k + k % 4])
+        want = json.dumps([body(h.chunk) for h in docs], ensure_ascii=False)
+        assert Assembly("assisted", 0.9, docs).documents_json() == want
+    assert Assembly("refusal", 0.1, ()).documents_json() == "[]"

@@ -349,3 +349,21 @@ async def test_disambiguate_strategy_through_the_pipeline(
         "chat_history": "用户: 年假制度是怎样的？\nAssistant: 5天。",
         "input": "它可以结转吗？",
     }
+
+
+def test_trace_id_and_stamp_are_what_uuid4_and_datetime_gave() -> None:
+    """The trace's id is uuid4().hex[:16] (16 hex digits, the version digit 4 13th) and its
+    created_at datetime.now(UTC) in whole seconds, without building those objects."""
+    import re
+    from datetime import UTC, datetime
+
+    from app.generation.pipeline.generator import _trace_id, _utc_stamp
+
+    ids = {_trace_id() for _ in range(2000)}
+    assert len(ids) == 2000 and all(re.fullmatch(r"[0-9a-f]{12}4[0-9a-f]{3}", i) for i in ids)
+    assert {i[0] for i in ids} == set("0123456789abcdef")  # the other digits are random
+    for _ in range(2000):
+        before = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = _utc_stamp()
+        after = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert stamp in (before, after)
