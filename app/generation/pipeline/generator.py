@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -37,7 +36,6 @@ from app.generation.pipeline.config import PipelineConfig
 from app.generation.pipeline.memory import (
     LANGUAGES,
     Language,
-    MemoryResult,
     Summarizer,
     SummaryMemory,
     language_of,
@@ -56,12 +54,15 @@ from app.generation.pipeline.trace import (
     Citation,
     CitationCheck,
     InjectionTrace,
-    MemoryTrace,
     RetrievedChunk,
     RewriteTrace,
     TokenUsage,
     Trace,
+    memory_trace,
+    new_trace_id,
+    rewrite_trace,
     sent_messages,
+    utc_stamp,
 )
 from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
 from app.generation.registry.loader import PromptSpec
@@ -86,42 +87,33 @@ class _Run:
     """Per-answer accounting (never stored on the shared pipeline)."""
 
     sample_index: int = 0
-    usage: TokenUsage = field(default_factory=TokenUsage)
     cost: float | None = None
     history: tuple[Message, ...] = ()  # the conversation before the question (answer log)
+    # token counts summed as plain ints (the trace's TokenUsage is built once, at the end)
+    input: int = 0
+    output: int = 0
+    llm_calls: int = 0
+    cached_calls: int = 0
 
     def account(self, c: Completion) -> None:
-        self.usage.input += c.usage.input_tokens
-        self.usage.output += c.usage.output_tokens
-        self.usage.llm_calls += 1
-        self.usage.cached_calls += int(c.cached)
+        self.input += c.usage.input_tokens
+        self.output += c.usage.output_tokens
+        self.llm_calls += 1
+        self.cached_calls += int(c.cached)
         if c.cost_usd is not None:
             self.cost = (self.cost or 0.0) + c.cost_usd
 
+    @property
+    def usage(self) -> TokenUsage:
+        return TokenUsage(
+            input=self.input,
+            output=self.output,
+            llm_calls=self.llm_calls,
+            cached_calls=self.cached_calls,
+        )
+
 
 _QUESTION_TAGGED = re.compile(r"<[^<>/]+>\s*\{question\}")
-
-
-def _trace_id() -> str:
-    """``uuid.uuid4().hex[:16]`` without the UUID object: 8 random bytes, the version nibble
-    (4) in the 13th hex digit as uuid4 puts it."""
-    head = bytearray(os.urandom(8))
-    head[6] = (head[6] & 0x0F) | 0x40
-    return head.hex()
-
-
-_STAMP: tuple[int, str] = (-1, "")
-
-
-def _utc_stamp() -> str:
-    """``datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")``, formatted once per second."""
-    global _STAMP
-    t = time.time()  # the clock datetime.now reads, its microseconds rounded as it does
-    now = int(t) + (round((t - int(t)) * 1e6) >= 1_000_000)
-    stamp = _STAMP
-    if stamp[0] != now:
-        stamp = _STAMP = (now, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)))
-    return stamp[1]
 
 
 class Pipeline:
@@ -284,37 +276,46 @@ class Pipeline:
         run.history = turns
         acl = sorted({user_acl} if isinstance(user_acl, str) else set(user_acl))
         lang = language_of(question)
-        trace = Trace(
-            trace_id=_trace_id(),
-            created_at=_utc_stamp(),
-            model=cfg.model,
-            user_acl=acl,
-            question=question,
-            rewritten_query=question,
-            rewrite=RewriteTrace(strategy=cfg.rewrite, triggered=False, reason="not run"),
-            mode="no_hits",
-            floors={"low": cfg.low_floor, "high": cfg.high_floor, "strict_ratio": cfg.strict_ratio},
-            injection=InjectionTrace(policy=cfg.injection_policy),
-        )
+        trace_id, created_at = new_trace_id(), utc_stamp()
+        injection = InjectionTrace(policy=cfg.injection_policy)
+
+        def new_trace(rewrite: RewriteTrace, rewritten_query: str) -> Trace:
+            # built once the rewrite is known (the trace's id and clock are read first)
+            return Trace(
+                trace_id=trace_id,
+                created_at=created_at,
+                model=cfg.model,
+                user_acl=acl,
+                question=question,
+                rewritten_query=rewritten_query,
+                rewrite=rewrite,
+                mode="no_hits",
+                floors={
+                    "low": cfg.low_floor,
+                    "high": cfg.high_floor,
+                    "strict_ratio": cfg.strict_ratio,
+                },
+                injection=injection,
+            )
 
         # 1. injection defence: the question, every history turn (retrieved chunks: step 3)
         query = question.strip()
         finding = detect_injection(query)
         screened = screen_history([t.content for t in turns], cfg.injection_policy)
-        trace.injection.score = finding.score
-        trace.injection.history_turns = list(screened.flagged)
+        injection.score = finding.score
+        injection.history_turns = list(screened.flagged)
         if screened.flagged:
             turns = tuple(
                 Message(role=t.role, content=c)
                 for t, c in zip(turns, screened.contents, strict=True)
             )
         if finding.detected or screened.flagged:
-            trace.injection.detected = True
-            trace.injection.patterns = list(finding.patterns)
-            trace.injection.families = list(finding.families)
+            injection.detected = True
+            injection.patterns = list(finding.patterns)
+            injection.families = list(finding.families)
             log.warning(
                 "injection_detected trace_id=%s patterns=%s history_turns=%s policy=%s",
-                trace.trace_id,
+                trace_id,
                 ",".join(finding.patterns),
                 list(screened.flagged),
                 cfg.injection_policy,
@@ -323,22 +324,23 @@ class Pipeline:
                 # remove the injection, go on with the question left ("" → refuse below)
                 cleaned = clean(query)
                 query = cleaned.text
-                trace.injection.removed = list(cleaned.removed)
-                trace.injection.cleaned_question = query or None
-                trace.injection.action = "cleaned"
+                injection.removed = list(cleaned.removed)
+                injection.cleaned_question = query or None
+                injection.action = "cleaned"
             elif cfg.injection_policy == "clean":
-                trace.injection.action = "cleaned"
+                injection.action = "cleaned"
             elif cfg.injection_policy == "alert":
-                trace.injection.action = "alerted"
+                injection.action = "alerted"
             if cfg.injection_policy == "refuse" or not query:
-                trace.injection.action = "refused"
+                injection.action = "refused"
                 reply = cfg.injection_reply_zh if lang == "zh" else cfg.injection_reply_en
+                not_run = RewriteTrace(strategy=cfg.rewrite, triggered=False, reason="not run")
+                trace = new_trace(not_run, question)
                 return self._finish(trace, "injection_refused", reply, [], run, started)
 
         # 2. rewrite
         rw = await self.rewriter.rewrite(query, turns, llm=self._rewrite_llm(run, turns), lang=lang)
-        trace.rewrite = _rewrite_trace(rw)
-        trace.rewritten_query = rw.rewritten
+        trace = new_trace(rewrite_trace(rw), rw.rewritten)
         if rw.prompt_version:
             trace.prompt_versions["rewrite"] = rw.prompt_version
 
@@ -376,7 +378,7 @@ class Pipeline:
         memory = await SummaryMemory(self.counter, self._summarizer(run, lang), lang).load(
             turns, cfg.max_tokens, prompt_tokens
         )
-        trace.memory = _memory_trace(memory, cfg.max_tokens, prompt_tokens, len(turns))
+        trace.memory = memory_trace(memory, cfg.max_tokens, prompt_tokens, len(turns))
         if memory.summary_prompt_version:
             trace.prompt_versions["summary"] = memory.summary_prompt_version
         history_msgs: Sequence[Message] = ()
@@ -544,21 +546,6 @@ def _blank(names: frozenset[str]) -> dict[str, str]:
     return {"chat_history": ""} if "chat_history" in names else {}
 
 
-def _rewrite_trace(rw: RewriteResult) -> RewriteTrace:
-    return RewriteTrace(
-        strategy=rw.strategy,
-        triggered=rw.triggered,
-        trigger=rw.trigger,
-        called_llm=rw.called_llm,
-        cached=rw.cached,
-        reverted=rw.reverted,
-        changed_ratio=rw.changed_ratio,
-        reason=rw.reason,
-        prompt_version=rw.prompt_version,
-        candidates=list(rw.candidates),
-    )
-
-
 _ROWS: TypeAdapter[list[RetrievedChunk]] = TypeAdapter(list[RetrievedChunk])  # one call, all rows
 
 
@@ -575,21 +562,6 @@ def _retrieved(hits: Sequence[Hit], rw: RewriteResult) -> list[RetrievedChunk]:
             }
             for h in hits
         ]
-    )
-
-
-def _memory_trace(m: MemoryResult, max_tokens: int, prompt_tokens: int, n: int) -> MemoryTrace:
-    return MemoryTrace(
-        counter=m.counter,
-        max_tokens=max_tokens,
-        prompt_tokens=prompt_tokens,
-        budget_tokens=m.budget_tokens,
-        history_tokens=m.history_tokens,
-        history_messages=n,
-        summarised_pairs=m.summarised_pairs,
-        kept_messages=len(m.recent),
-        summary=m.summary,
-        prompt_version=m.summary_prompt_version,
     )
 
 

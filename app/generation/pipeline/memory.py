@@ -29,6 +29,7 @@ from typing import Literal
 from app.errors import BudgetExceeded
 from app.llm.tokens import TokenCounter
 from app.llm.types import Message
+from app.text.analyser import has_cjk
 
 Language = Literal["zh", "en"]
 LANGUAGES: tuple[Language, ...] = ("zh", "en")
@@ -37,8 +38,6 @@ LANGUAGES: tuple[Language, ...] = ("zh", "en")
 def language_of(question: str) -> Language:
     """The language the pipeline answers ``question`` in (it picks the rewrite and summary
     prompts): ``zh`` when it contains CJK characters, else ``en``."""
-    from app.text import has_cjk
-
     return "zh" if has_cjk(question) else "en"
 
 

@@ -7,11 +7,15 @@ asking user may read (retrieval filters by ACL before scoring).
 
 from __future__ import annotations
 
+import os
+import time
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    from app.generation.pipeline.memory import MemoryResult
+    from app.generation.pipeline.rewrite import RewriteResult
     from app.llm.types import ChatRequest
 
 AnswerMode = Literal["no_hits", "refusal", "strict", "assisted", "injection_refused"]
@@ -162,3 +166,55 @@ def sent_messages(request: ChatRequest) -> list[SentMessage]:
     system, messages = prompt_messages(request)
     head = [SentMessage.of("system", system)] if system is not None else []
     return head + [SentMessage.of(role, content) for role, content in messages]
+
+
+def new_trace_id() -> str:
+    """``uuid.uuid4().hex[:16]`` without the UUID object: 8 random bytes, the version nibble
+    (4) in the 13th hex digit as uuid4 puts it."""
+    head = bytearray(os.urandom(8))
+    head[6] = (head[6] & 0x0F) | 0x40
+    return head.hex()
+
+
+_STAMP: tuple[int, str] = (-1, "")
+
+
+def utc_stamp() -> str:
+    """``datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")``, formatted once per second."""
+    global _STAMP
+    t = time.time()  # the clock datetime.now reads, its microseconds rounded as it does
+    now = int(t) + (round((t - int(t)) * 1e6) >= 1_000_000)
+    stamp = _STAMP
+    if stamp[0] != now:
+        stamp = _STAMP = (now, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)))
+    return stamp[1]
+
+
+def rewrite_trace(rw: RewriteResult) -> RewriteTrace:
+    return RewriteTrace(
+        strategy=rw.strategy,
+        triggered=rw.triggered,
+        trigger=rw.trigger,
+        called_llm=rw.called_llm,
+        cached=rw.cached,
+        reverted=rw.reverted,
+        changed_ratio=rw.changed_ratio,
+        reason=rw.reason,
+        prompt_version=rw.prompt_version,
+        candidates=list(rw.candidates),
+    )
+
+
+def memory_trace(m: MemoryResult, max_tokens: int, prompt_tokens: int, n: int) -> MemoryTrace:
+    return MemoryTrace(
+        counter=m.counter,
+        max_tokens=max_tokens,
+        prompt_tokens=prompt_tokens,
+        budget_tokens=m.budget_tokens,
+        history_tokens=m.history_tokens,
+        history_messages=n,
+        summarised_pairs=m.summarised_pairs,
+        kept_messages=len(m.recent),
+        summary=m.summary,
+        prompt_version=m.summary_prompt_version,
+    )

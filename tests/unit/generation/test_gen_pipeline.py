@@ -357,7 +357,8 @@ def test_trace_id_and_stamp_are_what_uuid4_and_datetime_gave() -> None:
     import re
     from datetime import UTC, datetime
 
-    from app.generation.pipeline.generator import _trace_id, _utc_stamp
+    from app.generation.pipeline.trace import new_trace_id as _trace_id
+    from app.generation.pipeline.trace import utc_stamp as _utc_stamp
 
     ids = {_trace_id() for _ in range(2000)}
     assert len(ids) == 2000 and all(re.fullmatch(r"[0-9a-f]{12}4[0-9a-f]{3}", i) for i in ids)
