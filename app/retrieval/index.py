@@ -13,7 +13,6 @@ for debugging). Ties are broken by chunk id so results are deterministic.
 
 from __future__ import annotations
 
-import heapq
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -57,15 +56,18 @@ class _View:
     id_rank: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
 class _Lexical:
     """One query over one view: its terms and ``BM25.sparse`` (the denominator and, for each
-    chunk holding a query term, the numerator and the raw score)."""
+    chunk holding a query term, the numerator and the raw score). Read-only by convention
+    (a plain slotted class: built once per query, a frozen dataclass's setattr calls cost
+    more than the rest of the lookup)."""
 
-    terms: list[str]
-    denom: float
-    nums: dict[int, float]
-    raws: dict[int, float]
+    __slots__ = ("denom", "nums", "raws", "terms")
+
+    def __init__(
+        self, terms: list[str], denom: float, nums: dict[int, float], raws: dict[int, float]
+    ) -> None:
+        self.terms, self.denom, self.nums, self.raws = terms, denom, nums, raws
 
     def normalized(self, i: int) -> float:
         """``BM25.normalized_score`` of position ``i`` (the same float)."""
@@ -96,6 +98,9 @@ class Retriever:
     def _view(self, user_acl: Iterable[str], groups: frozenset[str] | None = None) -> _View:
         if groups is None:
             groups = _groups(user_acl)
+        view = self._views.get(groups)  # (a dict read is atomic; built under the lock)
+        if view is not None:
+            return view
         with self._lock:
             view = self._views.get(groups)
             if view is None:
@@ -121,8 +126,7 @@ class Retriever:
         groups = _groups(user_acl)
         view = self._view(user_acl, groups)
         key = (query, groups)
-        with self._lock:
-            found = self._terms.get(key)
+        found = self._terms.get(key)  # (a dict read is atomic; written under the lock)
         if found is None:
             terms = tokenize(query)
             found = _Lexical(terms, *view.bm25.sparse(terms)) if terms else _NO_TERMS
@@ -148,13 +152,13 @@ class Retriever:
             return []
         denom, nums, rank = lex.denom, lex.nums, view.id_rank
         # the order of a stable sort by (-normalised, -raw, chunk id) over the documents in
-        # index order: the tuples are distinct (position last), so the k smallest are
-        # sorted(...)[:k] (what search() has always returned, for any k)
-        keyed = [
-            (-(min(1.0, nums[i] / denom) if denom > 0.0 else 0.0), -raw, rank[i], i)
-            for i, raw in lex.raws.items()
-        ]
-        best = heapq.nsmallest(k, keyed) if 0 <= k < len(keyed) else sorted(keyed)[:k]
+        # index order: the tuples are distinct (position last), so sorting them is that sort
+        if denom > 0.0:
+            keyed = [(-min(1.0, nums[i] / denom), -raw, rank[i], i) for i, raw in lex.raws.items()]
+        else:
+            keyed = [(-0.0, -raw, rank[i], i) for i, raw in lex.raws.items()]
+        keyed.sort()
+        best = keyed[:k]
         chunks = view.chunks
         return [
             new_hit(chunks[i], round(-neg_norm, 6), round(-neg_raw, 6), query)

@@ -422,7 +422,7 @@ def test_query_weights_and_sparse_equal_the_written_out_formulas_on_every_questi
 
 
 def test_search_top_k_is_the_stable_sort_prefix_for_every_k_on_every_question() -> None:
-    """search() picks its top k with a heap over (−normalised, −raw, id rank, position):
+    """search() sorts (−normalised, −raw, id rank, position) tuples and takes the first k:
     expected, the former path written out — every document's floats from ``scores()``,
     one stable sort by (−normalised, −raw, chunk id), the first k — for k = 0, 1, 3, 5, 12
     and more than there are, on every suite question with its ACL."""
