@@ -13,7 +13,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.support.repo_copy import ROOT, clean_env, copy_repo, rag_shim
+from tests.support.repo_copy import ROOT, clean_env, copy_repo, rag_shim, share_embeddings
 
 
 def readme_workflow() -> str:
@@ -29,6 +29,7 @@ def test_readme_expert_workflow_verbatim(tmp_path: Path) -> None:
     script = readme_workflow()
     assert "rag datasets check\n" in script and "rag eval run --suite smoke" in script
     copy = copy_repo(tmp_path / "clone")
+    share_embeddings(copy)  # the smoke run's KB vectors: computed once per test session
     subprocess.run(["git", "init", "-q"], cwd=copy, check=True)
     env = clean_env(copy, tmp_path / "bin")
     rag_shim(copy, tmp_path / "bin")

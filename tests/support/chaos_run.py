@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.suites import suite_cases
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = Path(__file__).with_name("chaos_server.py")
 SUITE = "chaos"
@@ -34,12 +36,8 @@ _SCRUB = ("RAG_", "LANGFUSE_", "OPENAI_", "ANTHROPIC_")
 
 
 def shipped_cases() -> list[dict[str, Any]]:
-    cases: list[dict[str, Any]] = []
-    for path in sorted((ROOT / "tests" / "eval" / "datasets").glob("*_v*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                cases.append(json.loads(line))
-    return cases
+    """This checkout's suites (not ``$RAG_ROOT``'s: the run gets a root of its own)."""
+    return suite_cases(ROOT / "tests" / "eval" / "datasets")
 
 
 def make_root(tmp: Path, n: int) -> tuple[Path, list[str]]:

