@@ -199,13 +199,18 @@ class BM25:
         denominator once, and only the terms a document holds: an absent term adds 0.0)."""
         if weights is None:
             weights = self.query_weights(query)
-        denom = sum(weights.values())
         out = [0.0] * self.n_docs
-        if denom <= 0.0:
-            return out
-        for i, num in self._numerators(weights).items():
-            out[i] = min(1.0, num / denom)
+        for i, score in self.normalized_holding(weights).items():
+            out[i] = score
         return out
+
+    def normalized_holding(self, weights: Mapping[str, float]) -> dict[int, float]:
+        """:meth:`normalized_score` of each document holding a term of ``weights`` (the
+        query's :meth:`query_weights`; every other document scores 0.0), in postings order."""
+        denom = sum(weights.values())
+        if denom <= 0.0:
+            return {}
+        return {i: min(1.0, num / denom) for i, num in self._numerators(weights).items()}
 
     def _numerators(self, weights: Mapping[str, float]) -> dict[int, float]:
         """``Σ_t m(t) · min(1, w(t, d))`` of every document holding a query term, from the

@@ -133,11 +133,13 @@ class Calibration:
         match = (lex > 0).astype(np.float32)
         out: Vectors = (
             self.w_dense * dense + self.w_lex * lex + self.w_title * title + self.w_match * match
-        ).astype(np.float32)
+        ).astype(np.float32, copy=False)  # (already float32: no copy, the same values)
         return out
 
     def score(self, fused: Vectors) -> Vectors:
-        out: Vectors = (1.0 / (1.0 + np.exp(-(self.a + self.b * fused)))).astype(np.float32)
+        out: Vectors = (1.0 / (1.0 + np.exp(-(self.a + self.b * fused)))).astype(
+            np.float32, copy=False
+        )
         return out
 
 
@@ -247,8 +249,8 @@ class HybridRetriever(Retriever):
         lang = "zh" if has_cjk(query) else "en"
         q = self._query_vector(query)
         # the view's rows taken once (the same values as indexing the index arrays per query)
-        dense: Vectors = (view.vectors @ q - view.background[lang]).astype(np.float32)
-        title: Vectors = (view.titles @ q - view.title_bg[lang]).astype(np.float32)
+        dense: Vectors = (view.vectors @ q - view.background[lang]).astype(np.float32, copy=False)
+        title: Vectors = (view.titles @ q - view.title_bg[lang]).astype(np.float32, copy=False)
         return dense, title
 
     def features(self, query: str, user_acl: Iterable[str]) -> Features:
@@ -272,10 +274,11 @@ class HybridRetriever(Retriever):
             return _Scored(((), empty, empty, empty), [], [], [], {})
         terms = tokenize(query)
         weights = view.bm25.query_weights(terms) if terms else {}  # once per query
-        lex = np.array(
-            view.bm25.normalized_scores(terms, weights) if terms else [0.0] * len(view.chunks),
-            dtype=np.float32,
-        )
+        # normalized_scores' floats, only the chunks holding a term written (the rest are 0.0)
+        lex = np.zeros(len(view.chunks), dtype=np.float32)
+        holding = view.bm25.normalized_holding(weights) if terms else {}
+        if holding:
+            lex[list(holding)] = list(holding.values())
         dv = self._dense_view(view.chunks)
         dense, title = self._dense(query, dv)
         for array in (dense, lex, title):

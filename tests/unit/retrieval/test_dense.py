@@ -309,12 +309,13 @@ def test_per_view_arrays_and_one_sort_give_the_old_floats_and_order_on_every_que
     computation, written out here — the index arrays indexed per query, the sort with the
     (−fused, chunk id) key, score() on a one-element slice — on every suite question with its
     ACL, compared as exact floats."""
-    from app.retrieval.tokenize import has_cjk
+    from app.retrieval.tokenize import has_cjk, tokenize
 
     r = hybrid_retriever
     cal = r.calibration
     cases = suite_cases()
     assert len(cases) > 500
+    nonzero_lex = 0
     for case in cases:
         question, acl = case["question"], case.get("acl") or ["public"]
         chunks, dense, lex, title = r.features(question, acl)
@@ -327,6 +328,12 @@ def test_per_view_arrays_and_one_sort_give_the_old_floats_and_order_on_every_que
         old_title = (r._titles[rows] @ q - r._title_bg[lang][rows]).astype(np.float32)
         assert dense.tobytes() == old_dense.tobytes(), question
         assert title.tobytes() == old_title.tobytes(), question
+        terms = tokenize(question)  # lex: the view's normalised BM25 of every chunk, as float32
+        old_lex = np.array(
+            view.bm25.normalized_scores(terms) if terms else [0.0] * len(chunks), dtype=np.float32
+        )
+        assert lex.tobytes() == old_lex.tobytes(), question
+        nonzero_lex += int((lex > 0).sum())
         fused = cal.fused(dense, lex, title)
         scores = cal.score(fused)
         order = sorted(range(len(chunks)), key=lambda i: (-fused[i], chunks[i].chunk_id))
@@ -344,6 +351,7 @@ def test_per_view_arrays_and_one_sort_give_the_old_floats_and_order_on_every_que
             assert scorer(chunk) == round(float(cal.score(one)[0]), 6)
         unreadable = [c for c in r.kb.chunks if c.chunk_id not in view.positions]
         assert all(scorer(c) == 0.0 for c in unreadable)
+    assert nonzero_lex > 5000
 
 
 def test_equal_fused_values_are_ordered_by_chunk_id(kb) -> None:  # type: ignore[no-untyped-def]

@@ -342,19 +342,6 @@ def test_retriever_score_and_search_equal_the_per_chunk_formula_on_every_questio
     assert nonzero > 1000
 
 
-def _suite_cases() -> list[dict[str, object]]:
-    import json
-
-    from app.paths import repo_root
-
-    return [
-        json.loads(line)
-        for path in sorted((repo_root() / "tests" / "eval" / "datasets").glob("*_v*.jsonl"))
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-
-
 def test_query_weights_and_sparse_equal_the_written_out_formulas_on_every_question() -> None:
     """``query_weights`` (idf kept per term at index time, a dict count) and ``sparse`` (one
     pass over the postings for the numerators and the raw scores) against the definitions
@@ -385,7 +372,7 @@ def test_query_weights_and_sparse_equal_the_written_out_formulas_on_every_questi
                 out[t] = q * ABSENT_WEIGHT * idf(t)
         return out
 
-    questions = [str(c["question"]) for c in _suite_cases()]
+    questions = [str(c["question"]) for c in suite_cases()]
     assert len(questions) > 500
     compared = 0
     for question in questions:
@@ -418,8 +405,8 @@ def test_search_top_k_is_the_stable_sort_prefix_for_every_k_on_every_question() 
     kb = load_kb(kb_dir())
     retriever = Retriever(kb)
     found = 0
-    for case in _suite_cases():
-        question, acl = str(case["question"]), list(case.get("acl") or ["public"])  # type: ignore[call-overload]
+    for case in suite_cases():
+        question, acl = str(case["question"]), list(case.get("acl") or ["public"])
         view = retriever._view(acl)
         terms = tokenize(question)
         ranked = sorted(
@@ -489,10 +476,10 @@ def test_lexical_rerank_equals_the_per_call_formula_on_every_question() -> None:
 
     retriever = Retriever(load_kb(kb_dir()))
     reranker = LexicalReranker(retriever)
-    cases = _suite_cases()
+    cases = suite_cases()
     previous, moved = str(cases[-1]["question"]), 0
     for case in cases:
-        question, acl = str(case["question"]), list(case.get("acl") or ["public"])  # type: ignore[call-overload]
+        question, acl = str(case["question"]), list(case.get("acl") or ["public"])
         queries = [question, previous]
         merged = merge_hits(*(retriever.search(q, acl, 5) for q in queries))
         expected = []
