@@ -68,9 +68,10 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, flo
     return float(seconds), int(rss) / 1024, proc.stdout
 
 
-def warm_rerun(tmp: Path, env: dict[str, str]) -> tuple[float, int, int]:
+def warm_rerun(tmp: Path, env: dict[str, str], limit: list[str]) -> tuple[float, int, int]:
     """(seconds of the second run, provider calls its report counts, requests that reached
-    the server during it) of two identical smoke runs on one response cache."""
+    the server during it) of two identical smoke runs on one response cache (``limit``: the
+    ``--limit`` arguments of a quick run, else none)."""
     server = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "support" / "chaos_server.py"), "--no-faults"],
         stdin=subprocess.PIPE,
@@ -86,7 +87,7 @@ def warm_rerun(tmp: Path, env: dict[str, str]) -> tuple[float, int, int]:
         # a placeholder key: the fake server checks none, and it is no one's secret
         wenv = {**env, "OPENAI_API_KEY": "bench-placeholder-not-a-key"}
         out = tmp / "warm"
-        cmd = [RAG, "eval", "run", "--suite", "smoke", "--quiet", "--out", str(out)]
+        cmd = [RAG, "eval", "run", "--suite", "smoke", *limit, "--quiet", "--out", str(out)]
         cmd += ["--model", f"openai:gpt-4o-mini@{url}/v1", "--judge", f"openai:gpt-4o@{url}/v1"]
         timed(cmd, wenv)  # cold: fills the response cache
         before = _served(url)
@@ -169,7 +170,16 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--strict", action="store_true")
     ap.add_argument("--cases", type=int, default=10_000)
+    ap.add_argument(
+        "--smoke-limit",
+        type=int,
+        default=None,
+        help="run only the first N smoke cases in the warm-rerun and html rows (a quick run, "
+        "as tests/unit/datasets/test_datasets_scripts.py does; no verdict on the warm row)",
+    )
     args = ap.parse_args()
+    limit = [] if args.smoke_limit is None else ["--limit", str(args.smoke_limit)]
+    smoke = "smoke" if not limit else f"smoke (first {args.smoke_limit} cases)"
     full = args.cases >= 10_000
     print(f"load average at start: {_load()} on {os.cpu_count()} cores")
     misses: list[str] = []
@@ -199,30 +209,33 @@ def main() -> int:
         # (cacheable = False), so the candidate and judge are the project's fake
         # OpenAI-compatible server (tests/support/chaos_server.py --no-faults, a cacheable
         # provider); its own request counter says how many calls reached it
-        warm, calls, served = warm_rerun(t, env)
+        warm, calls, served = warm_rerun(t, env, limit)
         if calls or served:
             print(
-                f"  warm rerun of smoke, process: {warm:.2f} s but {calls} provider calls "
+                f"  warm rerun of {smoke}, process: {warm:.2f} s but {calls} provider calls "
                 f"({served} requests reached the server): not all cached — MISS"
             )
             misses.append("warm all-cached rerun made provider calls")
         else:
             row(
-                "warm rerun of smoke, all cached (fake OpenAI server; 0 calls, 0 requests "
-                "reached it), process",
+                f"warm rerun of {smoke}, all cached (fake OpenAI server; 0 calls, 0 "
+                "requests reached it), process",
                 warm,
                 "s",
-                "warm_smoke_s",
+                "warm_smoke_s" if not limit else None,
                 misses,
             )
         # --- rag report html of an N-case report made of an offline smoke run's cases
         smoke_out = t / "smoke-offline"
-        timed([RAG, "eval", "run", "--suite", "smoke", "--quiet", "--out", str(smoke_out)], env)
+        timed(
+            [RAG, "eval", "run", "--suite", "smoke", *limit, "--quiet", "--out", str(smoke_out)],
+            env,
+        )
         big = t / "repeated.json"
         repeated_copy(next(smoke_out.glob("eval_*.json")), big, args.cases)
         secs, _, _ = timed([RAG, "report", "html", str(big), "-o", str(t / "rep.html")], env)
         row(
-            f"rag report html of a {args.cases}-case report (smoke cases repeated)",
+            f"rag report html of a {args.cases}-case report ({smoke} cases repeated)",
             secs,
             "s",
             "html_s" if full else None,

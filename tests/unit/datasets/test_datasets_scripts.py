@@ -27,9 +27,16 @@ CHEAP_ARGS: dict[str, list[str]] = {
     "bench_engine.py": ["--cases", "20", "--latency", "0.01", "--repeat", "1"],
     "bench_bareloop.py": ["--cases", "5", "--latency", "0.01", "--rounds", "1"],
     "score_baseline.py": ["--suite", "smoke", "--judge-samples", "1"],
-    # the benchmarks at a few cases: the point here is that they leave the suites alone
-    "bench_scale.py": ["--cases", "30"],
-    "bench_chaos.py": ["--cases", "20", "--latency", "0.01"],
+    # the benchmarks at a few cases: the point here is that they leave the suites alone.
+    # Every step still runs (each writes only under its temp folder / .cache): bench_scale's
+    # prompts check, warm rerun, html, generated cases and runs; bench_chaos's suite root and
+    # both `rag eval run`s; bench_retrieval's hybrid and bm25 passes over every suite case;
+    # bench_injection's three `rag ask` processes (the long one shorter: a new 8,000-character
+    # question's first embedding alone costs ~30 s CPU)
+    "bench_scale.py": ["--cases", "10", "--smoke-limit", "5"],
+    "bench_chaos.py": ["--cases", "5", "--latency", "0.01"],
+    "bench_retrieval.py": ["--passes", "1"],
+    "bench_injection.py": ["--long-chars", "800"],
     "gen_bench_cases.py": ["--cases", "20"],
     # scores all four suites with the dense model (minutes): its start only here
     "calibrate_dense.py": ["--help"],
