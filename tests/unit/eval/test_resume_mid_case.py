@@ -144,16 +144,23 @@ def server() -> Iterator[tuple[FakeLLMServer, Provider]]:
             provider.reaped.set()
 
 
-@pytest.fixture(scope="module", params=list(KILL_POINTS))
-def scenario(
-    request: pytest.FixtureRequest,
-    server: tuple[FakeLLMServer, Provider],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Scenario:
-    """Reference run, killed run, resumed run — once per kill point for both tests."""
-    where: str = request.param
+@dataclass
+class Reference:
+    root: Path
+    args: list[str]
+    rows: list[dict[str, Any]]  # the LIMIT cases, in id order
+    report: dict[str, Any]
+    expected: list[str]  # bodies answered for it
+
+
+@pytest.fixture(scope="module")
+def reference(
+    server: tuple[FakeLLMServer, Provider], tmp_path_factory: pytest.TempPathFactory
+) -> Reference:
+    """The uninterrupted reference run (its own cache), once for every kill point: the same
+    command on the same files, so the same report and request bodies each time."""
     srv, provider = server
-    tmp = tmp_path_factory.mktemp(where)
+    tmp = tmp_path_factory.mktemp("reference")
     root = make_root(tmp / "repo")
     rows = [
         json.loads(line)
@@ -162,7 +169,6 @@ def scenario(
     ]
     rows = sorted(rows, key=lambda r: r["id"])[:LIMIT]
     url = srv.openai_base_url
-    out_dir = str(root / "reports")
     args = [
         "eval",
         "run",
@@ -180,24 +186,38 @@ def scenario(
         "1",
         "--quiet",
         "--out",
-        out_dir,
+        str(root / "reports"),
     ]
-
-    # 1. the uninterrupted reference run (its own cache)
     provider.answered, provider.kill_pid = [], None
     proc = rag(args, root, tmp / "cache-a")
     out, err = proc.communicate(timeout=120)
     assert proc.returncode in (0, 1), err
-    reference = report_of(out)
     expected = list(provider.answered)
     assert len(expected) == LIMIT * (1 + 3 * SAMPLES), [json.loads(b)["model"] for b in expected]
+    return Reference(root, args, rows, report_of(out), expected)
+
+
+@pytest.fixture(scope="module", params=list(KILL_POINTS))
+def scenario(
+    request: pytest.FixtureRequest,
+    server: tuple[FakeLLMServer, Provider],
+    reference: Reference,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Scenario:
+    """Killed run and resumed run — once per kill point for both tests — against the shared
+    uninterrupted reference run."""
+    where: str = request.param
+    _srv, provider = server
+    tmp = tmp_path_factory.mktemp(where)
+    root, args, rows = reference.root, reference.args, reference.rows
+    out_dir = str(root / "reports")
 
     s = Scenario(
         where=where,
         questions=[r["question"] for r in rows],
         ids=[r["id"] for r in rows],
-        reference=reference,
-        expected=expected,
+        reference=reference.report,
+        expected=reference.expected,
         kill_after=0,
         killed=[],
         checkpointed=set(),
@@ -205,9 +225,9 @@ def scenario(
         resumed={},
         resumed_calls=[],
     )
-    s.kill_after = position(expected, s, *KILL_POINTS[where])
+    s.kill_after = position(s.expected, s, *KILL_POINTS[where])
 
-    # 2. the same run in a fresh cache, SIGKILLed when request kill_after + 1 arrives
+    # the same run in a fresh cache, SIGKILLed when request kill_after + 1 arrives
     provider.answered, provider.kill_after = [], s.kill_after
     provider.reaped.clear()
     proc = rag(args, root, tmp / "cache-b")
@@ -227,7 +247,7 @@ def scenario(
     finally:
         db.close()
 
-    # 3. --resume RUN_ID in the killed run's cache
+    # --resume RUN_ID in the killed run's cache
     proc = rag(
         ["eval", "run", "--suite", "mini", "--resume", s.run_id, "--quiet", "--out", out_dir],
         root,
