@@ -59,10 +59,13 @@ def ensure_jieba() -> ModuleType:
     * jieba's ``_compat`` imports ``pkg_resources`` (≈ 0.5 s) only to open its own
       dictionary file; with that import refused it opens the file by path (its own
       fallback), so it is imported with ``pkg_resources`` hidden.
-    * jieba parses the dictionary once per machine and keeps the result in a cache file
-      (later processes read it instead of parsing): under ``$RAG_CACHE_DIR/jieba`` when
-      that is set, else jieba's default (the system temp folder). app.text is the ground
-      floor, so it reads the variable itself rather than importing app.paths.
+    * jieba's prefix dictionary is read from the compact per-checkout file of
+      :mod:`app.text.dictionary` (looked up entry by entry: ≈ 5 MB instead of jieba's
+      ≈ 70 MB dict, no 1.2 s load). Only when that file cannot be made or read does jieba
+      load its own: jieba parses the dictionary once per machine and keeps the result in
+      a cache file, under ``$RAG_CACHE_DIR/jieba`` when that is set, else jieba's default
+      (the system temp folder). app.text is the ground floor, so it reads the variable
+      itself rather than importing app.paths.
     """
     import os
     import sys
@@ -84,7 +87,10 @@ def ensure_jieba() -> ModuleType:
             jieba.dt.tmp_dir = folder
         except OSError:  # a read-only cache folder: jieba's default (the system temp folder)
             pass
-    jieba.initialize()
+    from app.text.dictionary import install
+
+    if not install(jieba):  # the compact dictionary file (≈ 5 MB of memory instead of ≈ 70)
+        jieba.initialize()
     module: ModuleType = jieba
     return module
 

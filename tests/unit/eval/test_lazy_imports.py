@@ -31,7 +31,13 @@ def test_the_baseline_header_check_needs_no_report_or_statistics_code() -> None:
 def test_jieba_loads_without_pkg_resources_and_caches_in_the_cache_dir(tmp_path: Path) -> None:
     import os
 
-    env = {**os.environ, "RAG_CACHE_DIR": str(tmp_path)}
+    # no compact dictionary file can be made (app.text.dictionary): jieba loads its own
+    (tmp_path / "a-file").write_text("")
+    env = {
+        **os.environ,
+        "RAG_CACHE_DIR": str(tmp_path),
+        "RAG_DICT_CACHE_DIR": str(tmp_path / "a-file" / "sub"),
+    }
     mods = _modules_after(
         "from app.text.analyser import ensure_jieba, tokenize\nassert tokenize('年假怎么请') != []",
         env,
