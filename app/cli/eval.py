@@ -12,7 +12,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -117,11 +117,12 @@ def cli() -> None:
 )
 @click.option(
     "--workers",
-    default=1,
+    default="auto",
     show_default=True,
-    type=click.IntRange(1, 64),
+    type=options.WORKERS,
     help="Processes sharing a CPU-bound run (offline candidate and judge): faster on several "
-    "cores, each process with its own memory; refused (>1) with a network provider.",
+    "cores, each process with its own memory. auto: one per 1,000 cases, at most one per "
+    "core and 4; one with a network provider, where N > 1 is refused.",
 )
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute cap.")
 @click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute cap.")
@@ -239,7 +240,7 @@ def run_cmd(
     judge_samples: int,
     metrics: str,
     concurrency: int,
-    workers: int,
+    workers: int | Literal["auto"],
     rpm: float | None,
     tpm: float | None,
     timeout_s: float,

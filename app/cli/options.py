@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import click
 
@@ -88,3 +88,27 @@ allow_unlisted_model = click.option(
 def as_json(what: str) -> Callable[[F], F]:
     """``--json``: print WHAT as JSON instead of text."""
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
+
+
+class _Workers(click.ParamType["int | Literal['auto']", Any]):
+    """``--workers``: ``auto`` or a process count from 1 to 64."""
+
+    name = "auto|N"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | Literal["auto"]:
+        if value == "auto":
+            return "auto"
+        if isinstance(value, int) and 1 <= value <= 64:
+            return value
+        try:
+            count = int(value)
+        except (TypeError, ValueError):
+            count = 0
+        if not 1 <= count <= 64:
+            self.fail(f"{value!r}: give auto or a number of processes from 1 to 64", param, ctx)
+        return count
+
+
+WORKERS = _Workers()

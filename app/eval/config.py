@@ -81,8 +81,9 @@ class RunConfig(BaseModel):
     dataset_version: Decides[str | None] = None  # None: the suite's newest version
     dataset_path: Decides[str | None] = None  # a JSONL file outside the suites folder (--dataset)
     kb_path: Decides[str | None] = None  # None: the sample KB (app.paths.kb_dir())
-    # processes sharing a CPU-bound (all-offline) run (app.eval.workers)
-    workers: Operational[int] = Field(default=1, ge=1)
+    # processes sharing a CPU-bound (all-offline) run (app.eval.workers); "auto": as many as
+    # the cores and the run's size make worth it (app.eval.workers.planned)
+    workers: Operational[Annotated[int, Field(ge=1)] | Literal["auto"]] = "auto"
     shard: Operational[str | None] = (
         None  # "i/N": this process runs shard i of N (stable by case id)
     )

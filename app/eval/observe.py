@@ -210,6 +210,17 @@ class PipelineFactory:
             self._pipeline = Pipeline(cfg, self.engine, kb=self.kb, registry=self.registry)
         return self._pipeline
 
+    def prefetch_queries(self, cases: Sequence[Case]) -> int:
+        """Embed, in this process, the questions of the single-turn ``cases`` (the query the
+        retriever is asked for: the question itself) that the vector cache does not hold,
+        so that worker processes find them there (:mod:`app.eval.workers`); 0 without a
+        dense retriever. A multi-turn case's rewritten query is embedded where it runs."""
+        prefetch = getattr(self.pipeline().retriever, "prefetch", None)
+        if prefetch is None:
+            return 0
+        done: int = prefetch([c.question.strip() for c in cases if not c.history])
+        return done
+
     def chunk_acl(self) -> dict[str, tuple[str, ...]]:
         return {c.chunk_id: tuple(c.acl) for c in self.kb.chunks}
 

@@ -308,6 +308,8 @@ async def run(
         stop_reason: str | None = None
         pending = deque(todo)
         count = workers.planned(config, len(todo), own_engine=own is not None)
+        if count > 1:  # the workers read their query vectors instead of each loading the model
+            factory.prefetch_queries(todo)
         pool = workers.start(
             config,
             pending,

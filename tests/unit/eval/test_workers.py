@@ -128,17 +128,30 @@ def test_a_dead_worker_loses_nothing_and_pays_nothing_twice(
     assert f"exited with code {code}" in caplog.text
 
 
-def test_one_process_unless_asked_and_never_with_a_network_provider() -> None:
+def test_auto_by_cores_and_cases_and_never_with_a_network_provider(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     offline = RunConfig(suite="s")
-    assert offline.workers == 1
-    assert workers.planned(offline, 5000, own_engine=True) == 1  # the default: one process
+    assert offline.workers == "auto"  # the default
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    assert workers.planned(offline, 10_000, own_engine=True) == 2  # one per core
+    assert workers.planned(offline, 1999, own_engine=True) == 1  # one per 1,000 cases
+    assert workers.planned(offline, 2000, own_engine=True) == 2
+    assert workers.planned(offline, 369, own_engine=True) == 1  # a full suite: one
+    monkeypatch.setattr(workers, "cores", lambda: 16)
+    assert workers.planned(offline, 10_000, own_engine=True) == 4  # at most four
+    assert workers.planned(offline, 3500, own_engine=True) == 3
+    monkeypatch.setattr(workers, "cores", lambda: 1)
+    assert workers.planned(offline, 10_000, own_engine=True) == 1
+    assert workers.planned(offline.replace(workers=1), 5000, own_engine=True) == 1  # asked
     assert workers.planned(offline.replace(workers=3), 5000, own_engine=True) == 3
     assert workers.planned(offline.replace(workers=3), 2, own_engine=True) == 2  # <= cases
     assert workers.planned(offline.replace(workers=2), 5000, own_engine=False) == 1  # theirs
     assert workers.planned(offline.replace(workers=2, batch=True), 5000, own_engine=True) == 1
     network = RunConfig(suite="s", model="openai:gpt-4o-mini")
-    assert workers.planned(network, 5000, own_engine=True) == 1
-    workers.check(network)  # one process: fine
+    assert workers.planned(network, 5000, own_engine=True) == 1  # auto: one process
+    workers.check(network)  # auto: fine
+    workers.check(network.replace(workers=1))
     with pytest.raises(ConfigError, match="network provider"):
         workers.check(network.replace(workers=2))
 
@@ -185,3 +198,5 @@ def test_cli_refuses_workers_with_a_network_provider(
     assert "Traceback" not in text
     code, text = _rag([*argv, "--workers", "0"], capsys)
     assert code == 2 and "--workers" in text
+    code, text = _rag([*argv, "--workers", "many"], capsys)
+    assert code == 2 and "give auto or a number" in text and "Traceback" not in text

