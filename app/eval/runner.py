@@ -104,7 +104,9 @@ class RunOutcome:
     reads the checkpoint into it before closing)."""
 
     run_id: str
-    summary: ReportSummary
+    # not in the repr: asyncio.run's clean-up formats the finished task's result (to restore
+    # the SIGINT handler), and a summary's repr grows with the cases (≈ 14 ms for 800)
+    summary: ReportSummary = field(repr=False)
     path: Path | None
     markdown: Path | None
     calls: int = 0  # provider calls this process made (cache hits excluded)
