@@ -42,7 +42,7 @@ into the tree) and a warm-up run of each fills it first, as an installed package
 compiled bytecode; ``PYTHONDONTWRITEBYTECODE`` (set by the Makefile) would otherwise make
 every run recompile the project's sources.
 
-    python scripts/bench_bareloop.py [--rounds 3] [--cases 200] [--strict]
+    python scripts/bench_bareloop.py [--rounds 5] [--cases 200] [--strict]
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--latency", type=float, default=0.2)
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; median judged")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds; median judged")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
     n, c = args.cases, args.concurrency
