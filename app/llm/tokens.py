@@ -177,9 +177,9 @@ def _cached(name: str) -> TokenCounter:
 
 
 def get_counter(name: str = DEFAULT_COUNTER) -> TokenCounter:
-    from app.errors import ConfigError
-
     if name not in _FACTORIES:
+        from app.errors import ConfigError
+
         raise ConfigError(
             f"unknown token counter {name!r} — use one of {', '.join(sorted(_FACTORIES))}"
         )

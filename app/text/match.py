@@ -91,4 +91,7 @@ class Matcher:
         return self.counts[term]
 
     def __contains__(self, term: str) -> bool:
-        return self.count(term) > 0
+        """``count(term) > 0``: a token of the text (a CJK token is a substring of the
+        folded text too), else a CJK term anywhere in the text (``in`` stops at the first
+        occurrence where ``count`` reads the whole text)."""
+        return term in self.counts or (has_cjk(term) and term in self.text)

@@ -16,6 +16,7 @@ All functions are pure and total (any ``str`` in, a ``str`` out).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -27,14 +28,20 @@ INVISIBLE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=512)
 def nfkc(text: str) -> str:
-    """Unicode NFKC (full-width → half-width)."""
+    """Unicode NFKC (full-width → half-width).
+
+    Kept for the last 512 texts: one case's texts (its answer, context, golden answer) are
+    normalised again and again (the analyser, the matchers, the citation and keyword
+    checks, each judge rule: ≈ 19 calls on ≈ 7 texts per case), and a Chinese text with
+    full-width punctuation is not NFKC already, so each call decomposes and recomposes it."""
     return unicodedata.normalize("NFKC", text)
 
 
 def fold(text: str) -> str:
     """NFKC, then case-folded."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    return nfkc(text).casefold()
 
 
 def strip_invisible(text: str) -> str:

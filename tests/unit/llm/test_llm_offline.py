@@ -478,3 +478,36 @@ def test_bm25_raw_is_the_retrievers_bm25_float_for_float() -> None:
         assert idf == {t: ref.idf(t) for t in terms}
         assert raw == [ref.raw_score(terms, i) for i in range(len(rdocs))]
         assert all(type(v) is float for v in raw)
+
+
+def test_the_request_id_digests_json_dumps_of_the_payload() -> None:
+    """The request id's text is ``json.dumps(cache_payload, sort_keys=True,
+    ensure_ascii=False)`` (made by one reused C encoder): the same text on requests with
+    every kind of value the payload holds (nested lists and dicts, None, floats, escapes)."""
+    import hashlib
+
+    from app.llm.providers.offline_extractive import offline_completion, payload_json
+
+    requests = [
+        qa("年假有几天？", ZH_DOCS, rejection_answer="无法回答"),
+        qa('Quote " back\\slash \n tab\t \u2028 \x7f é 😀', EN_DOCS),
+        ChatRequest(
+            model="m",
+            system="s",
+            messages=(Message(role="user", content="x"), Message(role="assistant", content="")),
+            temperature=0.7,
+            max_tokens=100,
+            stop=("a", "b"),
+            response_format="json",
+            prompt_text="p\u0000",
+            variables={"b": "2", "a": "1"},
+            metadata={"z": "", "judge_metric": "relevance"},
+        ),
+    ]
+    for request in requests:
+        expected = json.dumps(request.cache_payload(), sort_keys=True, ensure_ascii=False)
+        assert payload_json(request) == expected
+        digest = hashlib.sha256(expected.encode()).hexdigest()[:16]
+        assert offline_completion(request, "t", "extractive").request_id == (
+            f"baseline-extractive-{digest}"
+        )

@@ -9,6 +9,7 @@ from app.text import (
     canonical,
     contains,
     fold,
+    has_cjk,
     nfkc,
     normalise,
     numbers,
@@ -78,3 +79,39 @@ def test_collapse_spaces_is_the_whitespace_regex() -> None:
     for _ in range(3000):
         text = "".join(rng.choices(alphabet, k=rng.randint(0, 12)))
         assert collapse_spaces(text) == re.sub(r"\s+", " ", text).strip(), repr(text)
+
+
+def test_matcher_membership_is_count_above_zero_on_the_knowledge_base() -> None:
+    """``term in Matcher(text)`` answers ``count(term) > 0`` (CJK: a substring; other
+    terms: a whole token) for every KB document and the terms of every suite question,
+    their characters and pieces, and Latin words in and out of the texts."""
+    from app.paths import kb_dir
+    from app.text import query_terms
+    from tests.support.suites import suite_questions
+
+    docs = [p.read_text(encoding="utf-8") for p in sorted(kb_dir().rglob("*.md"))][:40]
+    terms: set[str] = {"vpn", "wifi", "wi", "15", "5", "1", "oa", "年假", "假", "带薪年假年"}
+    for question in suite_questions():
+        for term in query_terms(question):
+            terms |= {term, term[:1], term[1:]}
+    found = 0
+    for doc in docs:
+        m = Matcher(doc)
+        for term in terms:
+            expected = (m.text.count(term) if has_cjk(term) else m.counts[term]) > 0
+            assert (term in m) is expected, (term, doc[:30])
+            found += expected
+    assert found > 1000  # both answers occur many times
+
+
+def test_nfkc_and_fold_are_unicodedatas_for_more_texts_than_are_kept() -> None:
+    """nfkc keeps its last 512 texts: every answer is still unicodedata's NFKC (and fold's
+    its casefold), first and second time, for texts that differ in one character."""
+    import unicodedata
+
+    texts = [f"第{i}条：年假（ＶＰＮ）{i % 7}ﬁ天，Straße Ⅻ" for i in range(700)]
+    for _ in range(2):
+        for text in texts:
+            assert nfkc(text) == unicodedata.normalize("NFKC", text)
+            assert fold(text) == unicodedata.normalize("NFKC", text).casefold()
+    assert nfkc("［1］ＶＰＮ") == "[1]VPN" and fold("ＶＰＮ") == "vpn"
