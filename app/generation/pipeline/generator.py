@@ -51,17 +51,13 @@ from app.generation.pipeline.safety import (
 from app.generation.pipeline.trace import (
     Answer,
     AnswerMode,
-    Citation,
-    CitationCheck,
-    InjectionTrace,
     RetrievedChunk,
-    RewriteTrace,
     TokenUsage,
     Trace,
-    memory_trace,
+    memory_row,
     new_trace_id,
-    rewrite_trace,
-    sent_messages,
+    rewrite_row,
+    sent_rows,
     utc_stamp,
 )
 from app.generation.registry import PromptRegistry, RenderedPrompt, load_registry
@@ -105,12 +101,16 @@ class _Run:
 
     @property
     def usage(self) -> TokenUsage:
-        return TokenUsage(
-            input=self.input,
-            output=self.output,
-            llm_calls=self.llm_calls,
-            cached_calls=self.cached_calls,
-        )
+        return TokenUsage(**self.usage_row())
+
+    def usage_row(self) -> dict[str, int]:
+        """:attr:`usage` as the plain dict the trace is validated from."""
+        return {
+            "input": self.input,
+            "output": self.output,
+            "llm_calls": self.llm_calls,
+            "cached_calls": self.cached_calls,
+        }
 
 
 _QUESTION_TAGGED = re.compile(r"<[^<>/]+>\s*\{question\}")
@@ -277,42 +277,45 @@ class Pipeline:
         acl = sorted({user_acl} if isinstance(user_acl, str) else set(user_acl))
         lang = language_of(question)
         trace_id, created_at = new_trace_id(), utc_stamp()
-        injection = InjectionTrace(policy=cfg.injection_policy)
+        # the trace's fields and its injection record as plain dicts while the answer runs:
+        # the typed Trace is validated once, in _finish (one pydantic call, not a dozen)
+        injection: dict[str, Any] = {"policy": cfg.injection_policy}
 
-        def new_trace(rewrite: RewriteTrace, rewritten_query: str) -> Trace:
+        def new_trace(rewrite: dict[str, Any], rewritten_query: str) -> dict[str, Any]:
             # built once the rewrite is known (the trace's id and clock are read first)
-            return Trace(
-                trace_id=trace_id,
-                created_at=created_at,
-                model=cfg.model,
-                user_acl=acl,
-                question=question,
-                rewritten_query=rewritten_query,
-                rewrite=rewrite,
-                mode="no_hits",
-                floors={
+            return {
+                "trace_id": trace_id,
+                "created_at": created_at,
+                "model": cfg.model,
+                "user_acl": acl,
+                "question": question,
+                "rewritten_query": rewritten_query,
+                "rewrite": rewrite,
+                "mode": "no_hits",
+                "floors": {
                     "low": cfg.low_floor,
                     "high": cfg.high_floor,
                     "strict_ratio": cfg.strict_ratio,
                 },
-                injection=injection,
-            )
+                "prompt_versions": {},
+                "injection": injection,
+            }
 
         # 1. injection defence: the question, every history turn (retrieved chunks: step 3)
         query = question.strip()
         finding = detect_injection(query)
         screened = screen_history([t.content for t in turns], cfg.injection_policy)
-        injection.score = finding.score
-        injection.history_turns = list(screened.flagged)
+        injection["score"] = finding.score
+        injection["history_turns"] = list(screened.flagged)
         if screened.flagged:
             turns = tuple(
                 Message(role=t.role, content=c)
                 for t, c in zip(turns, screened.contents, strict=True)
             )
         if finding.detected or screened.flagged:
-            injection.detected = True
-            injection.patterns = list(finding.patterns)
-            injection.families = list(finding.families)
+            injection["detected"] = True
+            injection["patterns"] = list(finding.patterns)
+            injection["families"] = list(finding.families)
             log.warning(
                 "injection_detected trace_id=%s patterns=%s history_turns=%s policy=%s",
                 trace_id,
@@ -324,44 +327,44 @@ class Pipeline:
                 # remove the injection, go on with the question left ("" → refuse below)
                 cleaned = clean(query)
                 query = cleaned.text
-                injection.removed = list(cleaned.removed)
-                injection.cleaned_question = query or None
-                injection.action = "cleaned"
+                injection["removed"] = list(cleaned.removed)
+                injection["cleaned_question"] = query or None
+                injection["action"] = "cleaned"
             elif cfg.injection_policy == "clean":
-                injection.action = "cleaned"
+                injection["action"] = "cleaned"
             elif cfg.injection_policy == "alert":
-                injection.action = "alerted"
+                injection["action"] = "alerted"
             if cfg.injection_policy == "refuse" or not query:
-                injection.action = "refused"
+                injection["action"] = "refused"
                 reply = cfg.injection_reply_zh if lang == "zh" else cfg.injection_reply_en
-                not_run = RewriteTrace(strategy=cfg.rewrite, triggered=False, reason="not run")
+                not_run = {"strategy": cfg.rewrite, "triggered": False, "reason": "not run"}
                 trace = new_trace(not_run, question)
                 return self._finish(trace, "injection_refused", reply, [], run, started)
 
         # 2. rewrite
         rw = await self.rewriter.rewrite(query, turns, llm=self._rewrite_llm(run, turns), lang=lang)
-        trace = new_trace(rewrite_trace(rw), rw.rewritten)
+        trace = new_trace(rewrite_row(rw), rw.rewritten)
         if rw.prompt_version:
-            trace.prompt_versions["rewrite"] = rw.prompt_version
+            trace["prompt_versions"]["rewrite"] = rw.prompt_version
 
         # 3. retrieval: dual recall, merge, de-duplicate, rerank (ACL applied inside)
         queries = [rw.rewritten] + ([query] if rw.changed else [])
         recalled = [self.retriever.search(q, acl, cfg.top_k) for q in queries]
         hits = self.reranker.rerank(queries, merge_hits(*recalled), acl)
-        trace.retrieved = _retrieved(hits, rw)
+        trace["retrieved"] = _retrieved_rows(hits, rw)
         isolated = [h.chunk_id for h in hits if self.documents.flagged(h.chunk_id, h.chunk.text)]
         if isolated:  # indirect injection in the KB: isolated, never obeyed
-            trace.injection.documents = isolated
+            injection["documents"] = isolated
             hits = [h for h in hits if h.chunk_id not in isolated]
-            log.warning("injection_in_documents trace_id=%s chunks=%s", trace.trace_id, isolated)
+            log.warning("injection_in_documents trace_id=%s chunks=%s", trace_id, isolated)
 
         # 4. assembly
         asm = select(hits, cfg.floors)
-        trace.top1_score = asm.top1
+        trace["top1_score"] = asm.top1
         if asm.mode == "no_hits":
             reply = cfg.no_hits_reply_zh if lang == "zh" else cfg.no_hits_reply_en
             return self._finish(trace, "no_hits", reply, [], run, started)
-        trace.context_chunk_ids = asm.chunk_ids
+        trace["context_chunk_ids"] = asm.chunk_ids
         prompt_id = self._prompt_for(asm)
         spec = self.registry.get(prompt_id)
         variables = self._variables(
@@ -378,9 +381,9 @@ class Pipeline:
         memory = await SummaryMemory(self.counter, self._summarizer(run, lang), lang).load(
             turns, cfg.max_tokens, prompt_tokens
         )
-        trace.memory = memory_trace(memory, cfg.max_tokens, prompt_tokens, len(turns))
+        trace["memory"] = memory_row(memory, cfg.max_tokens, prompt_tokens, len(turns))
         if memory.summary_prompt_version:
-            trace.prompt_versions["summary"] = memory.summary_prompt_version
+            trace["prompt_versions"]["summary"] = memory.summary_prompt_version
         history_msgs: Sequence[Message] = ()
         if "chat_history" in spec.variables:
             variables["chat_history"] = memory.chat_history
@@ -392,9 +395,9 @@ class Pipeline:
             rp = self._render(prompt_id, cfg.model, variables, history_msgs, spec=spec)
         else:
             rp = base
-        trace.prompt_version = rp.qualified_version
-        trace.prompt_hash = rp.content_hash
-        trace.prompt_versions["qa"] = rp.qualified_version
+        trace["prompt_version"] = rp.qualified_version
+        trace["prompt_hash"] = rp.content_hash
+        trace["prompt_versions"]["qa"] = rp.qualified_version
         request = rp.to_request(
             temperature=cfg.temperature,
             max_tokens=cfg.max_answer_tokens,
@@ -402,59 +405,59 @@ class Pipeline:
             # the plain question (not XML-escaped or tag-wrapped) for offline baselines
             metadata={"documents": asm.documents_json(), "question": rw.rewritten},
         )
-        trace.sent = sent_messages(request)
+        trace["sent"] = sent_rows(request)
         completion = await self.engine.generate(cfg.model, request, sample_index=sample_index)
         run.account(completion)
 
         # 7. after the model
         raw = completion.text.strip()
-        trace.raw_answer = raw
-        trace.uncertain = is_uncertain(raw)
-        text, trace.rejected = apply_rejection(
+        trace["raw_answer"] = raw
+        trace["uncertain"] = uncertain = is_uncertain(raw)
+        text, trace["rejected"] = apply_rejection(
             raw, rp.rejection_trigger_keywords, rp.rejection_answer
         )
-        citations: list[Citation] = []
-        if trace.uncertain:
+        citations: list[dict[str, Any]] = []
+        if uncertain:
             bad_case_log.info(
                 answer_log.dumps(
                     {
-                        "trace_id": trace.trace_id,
+                        "trace_id": trace_id,
                         "reason": "uncertain",
                         "question": question,
-                        "rewritten_query": trace.rewritten_query,
-                        "prompt_version": trace.prompt_version,
+                        "rewritten_query": rw.rewritten,
+                        "prompt_version": rp.qualified_version,
                         "model": cfg.model,
                         "mode": asm.mode,
-                        "context_chunk_ids": trace.context_chunk_ids,
+                        "context_chunk_ids": asm.chunk_ids,
                         "answer": raw,
                     }
                 ),
                 extra={"bad_case_log": True},
             )
-        elif not trace.rejected:
+        elif not trace["rejected"]:
             check = extract_citations(raw, len(asm.documents))
-            trace.citations = [
-                CitationCheck(
-                    n=n,
-                    chunk_id=asm.documents[n - 1].chunk_id if n in check.valid else None,
-                    valid=n in check.valid,
-                )
+            trace["citations"] = [
+                {
+                    "n": n,
+                    "chunk_id": asm.documents[n - 1].chunk_id if n in check.valid else None,
+                    "valid": n in check.valid,
+                }
                 for n in check.numbers
             ]
-            trace.invalid_citations = list(check.invalid)
+            trace["invalid_citations"] = list(check.invalid)
             if check.invalid:
                 log.warning(
                     "invalid_citations trace_id=%s invalid=%s documents=%d",
-                    trace.trace_id,
+                    trace_id,
                     list(check.invalid),
                     len(asm.documents),
                 )
             citations = [
-                Citation(
-                    n=n,
-                    chunk_id=asm.documents[n - 1].chunk_id,
-                    title=asm.documents[n - 1].chunk.title,
-                )
+                {
+                    "n": n,
+                    "chunk_id": asm.documents[n - 1].chunk_id,
+                    "title": asm.documents[n - 1].chunk.title,
+                }
                 for n in check.valid
             ]
         return self._finish(
@@ -494,18 +497,24 @@ class Pipeline:
 
     def _finish(
         self,
-        trace: Trace,
+        fields: dict[str, Any],
         mode: AnswerMode,
         text: str,
-        citations: list[Citation],
+        citations: list[dict[str, Any]],
         run: _Run,
         started: float,
         context: str = "",
     ) -> Answer:
-        trace.mode = mode
-        trace.tokens = run.usage
-        trace.cost_usd = run.cost
-        trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        """The answer, its trace typed and validated from the fields the run collected (one
+        pydantic validation of the whole record: the typed models stay the schema)."""
+        fields["mode"] = mode
+        fields["tokens"] = run.usage_row()
+        fields["cost_usd"] = run.cost
+        fields["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        answer = _ANSWER.validate_python(
+            {"text": text, "citations": citations, "trace": fields, "context": context}
+        )
+        trace = answer.trace
         if self.config.log_answers:
             log.info(
                 answer_log.dumps(
@@ -527,8 +536,8 @@ class Pipeline:
                         "retrieved_count": len(trace.retrieved),
                         "top1_score": trace.top1_score,
                         "context_chunk_ids": trace.context_chunk_ids,
-                        "citations": [c.n for c in citations],
-                        "cited_chunk_ids": [c.chunk_id for c in citations],
+                        "citations": [c.n for c in answer.citations],
+                        "cited_chunk_ids": [c.chunk_id for c in answer.citations],
                         "invalid_citations": trace.invalid_citations,
                         "rejected": trace.rejected,
                         "uncertain": trace.uncertain,
@@ -539,7 +548,7 @@ class Pipeline:
                 ),
                 extra={"answer_log": True},
             )
-        return Answer(text=text, citations=citations, trace=trace, context=context)
+        return answer
 
 
 def _blank(names: frozenset[str]) -> dict[str, str]:
@@ -547,22 +556,27 @@ def _blank(names: frozenset[str]) -> dict[str, str]:
 
 
 _ROWS: TypeAdapter[list[RetrievedChunk]] = TypeAdapter(list[RetrievedChunk])  # one call, all rows
+_ANSWER: TypeAdapter[Answer] = TypeAdapter(Answer)
+
+
+def _retrieved_rows(hits: Sequence[Hit], rw: RewriteResult) -> list[dict[str, Any]]:
+    """The trace's ``retrieved`` rows as plain dicts (validated with the whole trace)."""
+    original = rw.original if rw.changed else None  # which variant: the original, else rewritten
+    return [
+        {
+            "chunk_id": h.chunk_id,
+            "title": h.chunk.title,
+            "score": h.score,
+            "raw_score": h.raw_score,
+            "query": "original" if h.query == original else "rewritten",
+        }
+        for h in hits
+    ]
 
 
 def _retrieved(hits: Sequence[Hit], rw: RewriteResult) -> list[RetrievedChunk]:
-    original = rw.original if rw.changed else None  # which variant: the original, else rewritten
-    return _ROWS.validate_python(
-        [
-            {
-                "chunk_id": h.chunk_id,
-                "title": h.chunk.title,
-                "score": h.score,
-                "raw_score": h.raw_score,
-                "query": "original" if h.query == original else "rewritten",
-            }
-            for h in hits
-        ]
-    )
+    """:func:`_retrieved_rows` typed (one validation of all rows)."""
+    return _ROWS.validate_python(_retrieved_rows(hits, rw))
 
 
 async def generate(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -98,13 +98,22 @@ class SentMessage(_Record):
 
     @classmethod
     def of(cls, role: str, text: str) -> SentMessage:
-        import hashlib
+        return cls(**sent_row(role, text))
 
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        kept = text[:SENT_MESSAGE_LIMIT]
-        return cls(
-            role=role, sha256=digest, chars=len(text), content=kept, cut=len(text) - len(kept)
-        )
+
+def sent_row(role: str, text: str) -> dict[str, Any]:
+    """:meth:`SentMessage.of`'s fields as a plain dict (the pipeline validates its trace once)."""
+    import hashlib
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    kept = text[:SENT_MESSAGE_LIMIT]
+    return {
+        "role": role,
+        "sha256": digest,
+        "chars": len(text),
+        "content": kept,
+        "cut": len(text) - len(kept),
+    }
 
 
 class TokenUsage(_Record):
@@ -161,11 +170,16 @@ class Answer(_Record):
 def sent_messages(request: ChatRequest) -> list[SentMessage]:
     """The messages a chat API receives for ``request`` (:func:`prompt_messages`: a
     single-string format is one user message), system first."""
+    return [SentMessage(**row) for row in sent_rows(request)]
+
+
+def sent_rows(request: ChatRequest) -> list[dict[str, Any]]:
+    """:func:`sent_messages` as plain dicts (:func:`sent_row`)."""
     from app.llm.providers.base import prompt_messages
 
     system, messages = prompt_messages(request)
-    head = [SentMessage.of("system", system)] if system is not None else []
-    return head + [SentMessage.of(role, content) for role, content in messages]
+    head = [sent_row("system", system)] if system is not None else []
+    return head + [sent_row(role, content) for role, content in messages]
 
 
 def new_trace_id() -> str:
@@ -191,30 +205,40 @@ def utc_stamp() -> str:
 
 
 def rewrite_trace(rw: RewriteResult) -> RewriteTrace:
-    return RewriteTrace(
-        strategy=rw.strategy,
-        triggered=rw.triggered,
-        trigger=rw.trigger,
-        called_llm=rw.called_llm,
-        cached=rw.cached,
-        reverted=rw.reverted,
-        changed_ratio=rw.changed_ratio,
-        reason=rw.reason,
-        prompt_version=rw.prompt_version,
-        candidates=list(rw.candidates),
-    )
+    return RewriteTrace(**rewrite_row(rw))
+
+
+def rewrite_row(rw: RewriteResult) -> dict[str, Any]:
+    """:func:`rewrite_trace`'s fields as a plain dict."""
+    return {
+        "strategy": rw.strategy,
+        "triggered": rw.triggered,
+        "trigger": rw.trigger,
+        "called_llm": rw.called_llm,
+        "cached": rw.cached,
+        "reverted": rw.reverted,
+        "changed_ratio": rw.changed_ratio,
+        "reason": rw.reason,
+        "prompt_version": rw.prompt_version,
+        "candidates": list(rw.candidates),
+    }
 
 
 def memory_trace(m: MemoryResult, max_tokens: int, prompt_tokens: int, n: int) -> MemoryTrace:
-    return MemoryTrace(
-        counter=m.counter,
-        max_tokens=max_tokens,
-        prompt_tokens=prompt_tokens,
-        budget_tokens=m.budget_tokens,
-        history_tokens=m.history_tokens,
-        history_messages=n,
-        summarised_pairs=m.summarised_pairs,
-        kept_messages=len(m.recent),
-        summary=m.summary,
-        prompt_version=m.summary_prompt_version,
-    )
+    return MemoryTrace(**memory_row(m, max_tokens, prompt_tokens, n))
+
+
+def memory_row(m: MemoryResult, max_tokens: int, prompt_tokens: int, n: int) -> dict[str, Any]:
+    """:func:`memory_trace`'s fields as a plain dict."""
+    return {
+        "counter": m.counter,
+        "max_tokens": max_tokens,
+        "prompt_tokens": prompt_tokens,
+        "budget_tokens": m.budget_tokens,
+        "history_tokens": m.history_tokens,
+        "history_messages": n,
+        "summarised_pairs": m.summarised_pairs,
+        "kept_messages": len(m.recent),
+        "summary": m.summary,
+        "prompt_version": m.summary_prompt_version,
+    }
