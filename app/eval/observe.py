@@ -12,6 +12,7 @@ which the judges read).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -297,6 +298,13 @@ def trace_prompt_versions(trace: Trace) -> set[str]:
 REFUSAL_MODES = ("no_hits", "refusal", "injection_refused")
 
 
+@lru_cache(maxsize=16)
+def _normal_rejection(rejection: str) -> str:
+    """:func:`normalise` of a prompt's rejection answer: one text for every case of a run
+    (NFKC of a CJK sentence costs tens of microseconds), so it is computed once per text."""
+    return normalise(rejection)
+
+
 def observation_from_answer(answer: Answer, rejection: str | None) -> Observation:
     """The harness's view of a pipeline :class:`~app.generation.pipeline.trace.Answer`.
 
@@ -311,14 +319,14 @@ def observation_from_answer(answer: Answer, rejection: str | None) -> Observatio
     refused = (
         trace.mode in REFUSAL_MODES
         or trace.rejected
-        or (rejection is not None and normalise(text) == normalise(rejection))
+        or (rejection is not None and normalise(text) == _normal_rejection(rejection))
     )
     return Observation(
         answer=text,
         refused=refused,
         retrieved=tuple(r.chunk_id for r in trace.retrieved),
         assembled=assembled,
-        cited=extract_citations(text, len(assembled)).numbers,
+        cited=_cited(trace, text, len(assembled)),
         rewrite=trace.rewritten_query if trace.rewrite.triggered else None,
         mode=trace.mode,
         latency_s=trace.latency_ms / 1000.0,
@@ -329,6 +337,15 @@ def observation_from_answer(answer: Answer, rejection: str | None) -> Observatio
         context=answer.context,
         trace=trace,
     )
+
+
+def _cited(trace: Trace, text: str, n_documents: int) -> tuple[int, ...]:
+    """Every ``[n]`` in ``text`` in order of first appearance: the pipeline's own citation
+    check when it ran on this very text (``trace.citations`` holds one row per number found,
+    in that order), else :func:`extract_citations` of it."""
+    if text == trace.raw_answer and not trace.uncertain and not trace.rejected:
+        return tuple(c.n for c in trace.citations)
+    return extract_citations(text, n_documents).numbers
 
 
 def _cacheable(model: str) -> bool:
