@@ -49,7 +49,22 @@ class Score(BaseModel):
         return known
 
 
+    @classmethod
+    def shared(cls, value: float, key: str, item: str | int) -> Score:
+        """``Score(value=value, detail={key: item})`` as one frozen value per distinct
+        ``(value, key, item)`` (a metric with few possible outcomes: a retrieval rate and
+        the count retrieved, a refusal cell), made once; like :meth:`undefined`, it relies
+        on nothing writing to a score's detail."""
+        found = _SHARED.get((value, key, item))
+        if found is None:
+            if len(_SHARED) >= 512:
+                _SHARED.clear()
+            found = _SHARED[(value, key, item)] = cls(value=value, detail={key: item})
+        return found
+
+
 _UNDEFINED: dict[str, Score] = {}
+_SHARED: dict[tuple[float, str, str | int], Score] = {}
 
 
 @dataclass(frozen=True)

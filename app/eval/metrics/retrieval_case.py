@@ -53,7 +53,7 @@ def _score(value: float | None, obs: Observation) -> Score:
         return Score.undefined(NO_LABELS)
     if obs.mode in SKIPPED_RETRIEVAL:  # the retriever was never asked: nothing to score
         return Score.undefined(f"retrieval did not run (mode {obs.mode})")
-    return Score(value=value, detail={"retrieved": len(obs.retrieved)})
+    return Score.shared(value, "retrieved", len(obs.retrieved))
 
 
 @metric(

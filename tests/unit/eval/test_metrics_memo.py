@@ -71,3 +71,37 @@ def test_readable_with_held_groups_is_can_read() -> None:
         for user in product(groups, repeat=n):
             for doc in product(groups, repeat=m):
                 assert readable(held_groups(user), doc) == can_read(user, doc), (user, doc)
+
+
+def test_a_shared_score_is_what_validation_makes() -> None:
+    # Score.shared: one frozen value per (value, detail key, detail value), equal to (and
+    # written as) the score validation makes; each distinct outcome is its own score
+    first = Score.shared(1.0, "retrieved", 4)
+    plain = Score(value=1.0, detail={"retrieved": 4})
+    assert first == plain and first.model_dump_json() == plain.model_dump_json()
+    assert Score.shared(1.0, "retrieved", 4) is first
+    assert Score.shared(1, "retrieved", 4).value == 1.0  # an int rate: the float field's value
+    assert Score.shared(1.0, "retrieved", 5).detail == {"retrieved": 5}
+    assert Score.shared(0.5, "retrieved", 4).value == 0.5
+    assert Score.shared(0.0, "cell", "true_answer").detail == {"cell": "true_answer"}
+    assert Score.shared(0.0, "cell", "true_refusal").detail == {"cell": "true_refusal"}
+    nan = Score.shared(math.nan, "retrieved", 4)  # never equal to itself: made each time
+    assert math.isnan(nan.value or 0.0) and nan.model_dump_json().startswith('{"value":NaN')
+
+
+def test_refusal_error_cells_and_retrieval_details() -> None:
+    # the metrics that return shared scores still give each case its own cell and count
+    expect = {(True, True): "true_refusal", (True, False): "missed_refusal"}
+    expect |= {(False, True): "false_refusal", (False, False): "true_answer"}
+    ctx = MetricContext(k=5, chunk_acl=ACL)
+    for (expected, refused), cell in expect.items():
+        case = _case("t-r", ["k:a#0"], [], ["employee"]).model_copy(
+            update={"expected_refusal": expected}
+        )
+        obs = Observation("x", refused, retrieved=("k:a#0", "k:c#0")[: 1 + refused])
+        got = score_case(case, obs, ctx, ("refusal_error", "hit_rate", "recall"))
+        assert got["refusal_error"].detail == {"cell": cell}
+        assert got["refusal_error"].value == (
+            1.0 if cell in ("false_refusal", "missed_refusal") else 0.0
+        )
+        assert got["hit_rate"].detail == {"retrieved": 1 + refused} and got["hit_rate"].value == 1.0
