@@ -145,6 +145,8 @@ def case_problems(obj: dict[str, object]) -> list[tuple[str, str, str]]:
                     (f"history[{i}].content", f"{len(content):,} characters is over the limit "
                      f"of {chars:,}", "shorten the message (limits: docs/limits.md)")
                 )  # fmt: skip
+    if _valid_unicode(obj):  # the usual case: no string to locate
+        return out
     for where, text in _strings(obj, ""):
         at = lone_surrogate(text)
         if at is not None:
@@ -154,6 +156,26 @@ def case_problems(obj: dict[str, object]) -> list[tuple[str, str, str]]:
                  "the character itself")
             )  # fmt: skip
     return out
+
+
+def _valid_unicode(value: object) -> bool:
+    """Whether every key and string inside ``value`` encodes as UTF-8 (no lone surrogate):
+    :func:`_strings`'s walk without building a field path for each string."""
+    stack: list[object] = [value]
+    try:
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                item.encode("utf-8")
+            elif isinstance(item, dict):
+                for k, v in item.items():
+                    str(k).encode("utf-8")
+                    stack.append(v)
+            elif isinstance(item, list):
+                stack.extend(item)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _strings(value: object, where: str) -> list[tuple[str, str]]:
