@@ -48,7 +48,6 @@ class Score(BaseModel):
             known = _UNDEFINED[reason] = cls(value=None, reason=reason)
         return known
 
-
     @classmethod
     def shared(cls, value: float, key: str, item: str | int) -> Score:
         """``Score(value=value, detail={key: item})`` as one frozen value per distinct
