@@ -7,6 +7,7 @@ docs/limits.md equal to :data:`LIMITS`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from app.errors import UserError
@@ -119,8 +120,17 @@ def lone_surrogate(text: str) -> int | None:
     return None
 
 
-def case_problems(obj: dict[str, object]) -> list[tuple[str, str, str]]:
-    """(field, problem, fix) for a dataset case over the limits or holding lone surrogates."""
+#: a JSON escape of a surrogate code point (U+D800–U+DFFF); a line decoded as strict UTF-8
+#: can hold a lone surrogate only through one
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def case_problems(obj: dict[str, object], line: str | None = None) -> list[tuple[str, str, str]]:
+    """(field, problem, fix) for a dataset case over the limits or holding lone surrogates.
+
+    ``line``: the JSON text ``obj`` was parsed from, decoded as strict UTF-8; without a
+    surrogate escape in it no string of ``obj`` can hold a lone surrogate, and the walk over
+    every key and string is skipped."""
     out: list[tuple[str, str, str]] = []
     question = obj.get("question")
     cap = LIMITS["question_chars"].value
@@ -145,6 +155,8 @@ def case_problems(obj: dict[str, object]) -> list[tuple[str, str, str]]:
                     (f"history[{i}].content", f"{len(content):,} characters is over the limit "
                      f"of {chars:,}", "shorten the message (limits: docs/limits.md)")
                 )  # fmt: skip
+    if line is not None and _SURROGATE_ESCAPE.search(line) is None:
+        return out  # no surrogate escape in the line: no lone surrogate anywhere in obj
     if _valid_unicode(obj):  # the usual case: no string to locate
         return out
     for where, text in _strings(obj, ""):

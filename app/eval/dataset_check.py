@@ -115,7 +115,7 @@ class Checker:
             if obj is None:
                 continue
             self.result.files[sink.file] += 1
-            for fld, problem, fix in case_problems(obj):  # limits, lone surrogates
+            for fld, problem, fix in case_problems(obj, text):  # limits, lone surrogates
                 if "lone surrogate" in problem:
                     sink.add(number, fld, "surrogate", code="bad-value")
                 else:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from app.errors import DatasetError
 from app.eval.datasets import load_dataset_file
+from app.limits import case_problems
 
 VALID = [
     valid_case("p-001"),
@@ -151,3 +152,30 @@ def test_mutated_line_is_reported(tmp_path: Path, mutation: tuple[int, str], pos
     # the untouched lines are never blamed for errors
     blamed = {i.line for i in result.issues if i.severity == "error"}
     assert blamed <= {line_no}, [i.format() for i in result.issues]
+
+
+_CODE_POINTS = st.one_of(
+    st.integers(0xD7F0, 0xE010),  # around and inside the surrogate range
+    st.integers(0x20, 0x7E),
+    st.sampled_from([0x4E2D, 0x1F600, 0x5C, 0x22]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_CODE_POINTS, max_size=12),
+    st.booleans(),
+    st.booleans(),
+)
+def test_the_surrogate_fast_path_finds_what_the_walk_finds(
+    points: list[int], in_key: bool, upper: bool
+) -> None:
+    """case_problems(obj, line) skips the walk over every string when the line has no
+    surrogate escape: on lines written with escapes (upper or lower case, in a key or a value,
+    after an escaped backslash or not) it reports exactly what the full walk reports."""
+    text = "".join(chr(p) for p in points)
+    raw = json.dumps({text: 1} if in_key else {"question": "q", "notes": [text]})
+    if upper:
+        raw = raw.replace("\\ud", "\\uD")
+    obj = json.loads(raw)
+    assert case_problems(obj, raw) == case_problems(obj)
