@@ -30,11 +30,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from app.errors import MalformedReply
 from app.llm.types import Completion, Usage
 from app.redact import redact
 
 _SNIPPET = 120
+#: msgspec reads a reply body ~4x faster than ``json.loads``; a body it refuses (a UTF-8 BOM,
+#: UTF-16/32, ``NaN``, a number beyond a float, a lone surrogate, or not JSON at all) goes to
+#: ``json.loads``, which decides as before: the same data, the same errors
+_DECODER = msgspec.json.Decoder()
 
 
 @dataclass(frozen=True)
@@ -85,9 +91,12 @@ class _Reply:
         if not self.body.strip():
             raise self.fail("empty body")
         try:
-            data = json.loads(self.body)
-        except (ValueError, RecursionError) as exc:
-            raise self.fail(f"body is not JSON ({type(exc).__name__})") from None
+            data = _DECODER.decode(self.body)
+        except (msgspec.MsgspecError, RecursionError):
+            try:
+                data = json.loads(self.body)
+            except (ValueError, RecursionError) as exc:
+                raise self.fail(f"body is not JSON ({type(exc).__name__})") from None
         if not isinstance(data, dict):
             raise self.fail(f"body is not a JSON object but {type(data).__name__}")
         return data
