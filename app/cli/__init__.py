@@ -80,9 +80,11 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: maps our errors to exit codes without a traceback.
 
     Every log record and an unexpected crash's traceback pass :mod:`app.redact` first.
+    As the program's entry point (``argv`` None: the ``rag`` script) the collector skips the
+    objects left at exit (:func:`app.runtime.freeze_gc`).
     """
     from app.redact import install_log_redaction
-    from app.runtime import tune_gc
+    from app.runtime import freeze_gc, tune_gc
 
     tune_gc()  # first: the start-up's imports allocate the most
     install_log_redaction()
@@ -114,3 +116,6 @@ def main(argv: list[str] | None = None) -> Any:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    finally:
+        if argv is None:  # the process ends now (a caller passing argv, a test, goes on)
+            freeze_gc()

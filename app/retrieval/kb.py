@@ -228,6 +228,26 @@ def chunk_document(doc: Document, max_chars: int = MAX_CHARS) -> list[Chunk]:
     ]
 
 
+#: documents parsed in this process, by (KB name, path, text): a run checks its dataset
+#: against the KB and then builds its pipeline on it, and parses each file once (both are
+#: pure functions of these three; the records are frozen)
+_PARSED: dict[tuple[str, str, str], tuple[Document, tuple[Chunk, ...]]] = {}
+_PARSED_MAX = 4096  # documents kept at most (then the memo starts again)
+
+
+def _parsed(kb_name: str, rel: str, raw: str) -> tuple[Document, tuple[Chunk, ...]]:
+    """:func:`parse_document` and :func:`chunk_document` of one file (once per text)."""
+    key = (kb_name, rel, raw)
+    hit = _PARSED.get(key)
+    if hit is None:
+        doc = parse_document(kb_name, rel, raw)
+        hit = (doc, tuple(chunk_document(doc)))
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = hit
+    return hit
+
+
 def load_kb(root: Path, name: str | None = None) -> KnowledgeBase:
     """Load every ``*.md`` under ``root`` (sorted by path) and chunk it."""
     root = Path(root)
@@ -246,7 +266,7 @@ def load_kb(root: Path, name: str | None = None) -> KnowledgeBase:
             raw = read_text(file, max_bytes=limit("kb_file_bytes"), what="knowledge-base document")
         except UnsafeInput as exc:
             raise DatasetError(f"{rel}: {exc.problem} — {exc.fix}") from None
-        doc = parse_document(kb_name, rel, raw)
+        doc, doc_chunks = _parsed(kb_name, rel, raw)
         documents.append(doc)
-        chunks.extend(chunk_document(doc))
+        chunks.extend(doc_chunks)
     return KnowledgeBase(name=kb_name, root=root, documents=tuple(documents), chunks=tuple(chunks))

@@ -71,3 +71,38 @@ def test_peak_rss_is_the_process_own_not_its_parents() -> None:
     inherited, own = float(out[0]), float(out[1])
     assert inherited >= 160  # the parent's pages, reported by the child's getrusage
     assert 5 < own < 100  # the child's own interpreter and imports
+
+
+def _freeze_count_after(argv: str) -> tuple[int, str, int]:
+    """(objects frozen when main() returned, its stdout, its exit code) in a fresh process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, sys\nfrom app.cli import main\n"
+        f"sys.argv = ['rag', '--version']\nargv = {argv}\n"
+        "try:\n    main(argv)\nexcept SystemExit as exc:\n"
+        "    sys.stdout.flush()\n    sys.stderr.write(f'{gc.get_freeze_count()} {exc.code}')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    frozen, rc = out.stderr.split()[-2:]
+    return int(frozen), out.stdout, int(rc)
+
+
+def test_the_program_entry_point_freezes_what_is_left_for_the_exit() -> None:
+    frozen, stdout, rc = _freeze_count_after("None")  # the `rag` script: argv from sys.argv
+    assert frozen > 1000 and rc == 0
+    assert stdout.startswith("rag, version")
+
+
+def test_a_caller_passing_argv_keeps_its_collector_as_it_was() -> None:
+    frozen, stdout, rc = _freeze_count_after("['--version']")
+    assert frozen == 0 and rc == 0
+    assert stdout.startswith("rag, version")

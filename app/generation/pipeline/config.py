@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.generation.pipeline.assembly import Floors
+if TYPE_CHECKING:
+    from app.generation.pipeline.assembly import Floors
 
 
 class PipelineConfig(BaseModel):
@@ -99,6 +100,8 @@ class PipelineConfig(BaseModel):
 
     @property
     def floors(self) -> Floors:
+        from app.generation.pipeline.assembly import Floors
+
         return Floors(
             low=self.low_floor,
             high=self.high_floor,

@@ -88,3 +88,35 @@ def test_a_missing_sdk_is_still_a_config_error_when_the_provider_is_made() -> No
         mp.setitem(sys.modules, "openai", None)  # find_spec then reports it absent
         with pytest.raises(ConfigError, match="needs the 'openai' package"):
             create_provider(parse_provider("openai:gpt-4o-mini@http://127.0.0.1:9/v1"))
+
+
+def test_the_run_imports_no_pipeline_building_code_before_it_builds_a_pipeline() -> None:
+    # a warm rerun replays every answer and never builds the pipeline: the context assembly,
+    # the injection scanner and the retrieval index are imported only with the pipeline
+    mods = _modules_after(
+        "import app.cli.eval, app.eval.runner\n"
+        "from app.generation.pipeline.config import PipelineConfig\n"
+        "PipelineConfig()"
+    )
+    assert {"app.eval.runner", "app.generation.pipeline.config"} <= mods
+    assert (
+        not {
+            "app.generation.pipeline.assembly",
+            "app.generation.pipeline.safety",
+            "app.generation.pipeline.injection",
+            "app.generation.pipeline.generator",
+            "app.retrieval.index",
+            "app.retrieval.bm25",
+        }
+        & mods
+    )
+
+
+def test_the_pipeline_floors_still_come_from_the_configuration() -> None:
+    from app.generation.pipeline.assembly import Floors
+    from app.generation.pipeline.config import PipelineConfig
+
+    floors = PipelineConfig(low_floor=0.3, high_floor=0.7, strict_max_docs=1).floors
+    assert isinstance(floors, Floors)
+    assert (floors.low, floors.high, floors.strict_max_docs) == (0.3, 0.7, 1)
+    assert floors.assisted_max_docs == PipelineConfig().assisted_max_docs
