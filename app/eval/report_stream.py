@@ -22,6 +22,8 @@ traceback; messages name the file, the line, the case id and the field):
   the closing ``]}`` is checked after the last case). Decode them with :func:`decode_case`
   (lean) or :func:`typed_case` (the full :class:`CaseResult`, errors naming the line).
   A file in another layout raises :class:`NotLineLayout` (a ReportError) before any case.
+* :func:`line_report(path) <line_report>` — the summary and :func:`iter_case_lines` in one
+  go (the first line parsed once).
 * :func:`iter_cases(path) <iter_cases>` — :class:`LeanCase` per case, streamed for a
   line-layout file.
 
@@ -68,6 +70,7 @@ __all__ = [
     "decode_case",
     "iter_case_lines",
     "iter_cases",
+    "line_report",
     "load_lean",
     "project",
     "read_summary",
@@ -161,6 +164,9 @@ _LIST_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {
     CompareCase: msgspec.json.Decoder(list[CompareCase]),
 }
 _ID_ONLY = msgspec.json.Decoder(dict[str, Any])
+# the case lines are read through a 1 MB buffer: with the default 8 KB, a ≈ 7 KB line costs
+# about one read() each and the lines' iteration took as long as decoding them
+_READ_BUFFER = 1 << 20
 
 
 def _max_bytes() -> int:
@@ -283,6 +289,14 @@ def _head(path: Path) -> bytes | None:
 
 def _head_summary(path: Path, head: bytes) -> ReportSummary | None:
     """The summary of a line-layout head; None when it is not schema version 2 JSON."""
+    try:  # msgspec parses strict JSON as parse_json does, into the same objects, ≈ 3× faster
+        data = msgspec.json.decode(head[: -len(_CASES_OPEN)] + b"}")
+    except _UNDECODABLE:
+        data = None  # NaN, a number out of range, bad UTF-8…: the path below names it
+    if isinstance(data, dict):
+        if data.get("schema_version") != SCHEMA_VERSION:
+            return None
+        return _summary(data, path, f"{path}:1")
     try:
         text = head[: -len(_CASES_OPEN)].decode("utf-8") + "}"
         data = json.loads(text)  # strictness below (parse_json) once it is a report
@@ -325,13 +339,17 @@ def read_summary(path: Path) -> ReportSummary:
 def _line_cases(path: Path) -> Iterator[tuple[int, bytes]]:
     """``(line, case JSON)`` after the head line; the layout is checked as it goes (a
     comma after every case but the last, then ``]}`` and nothing but white space)."""
-    with open(path, "rb") as fh:
+    with open(path, "rb", buffering=_READ_BUFFER) as fh:
         fh.readline(_max_bytes() + 1)
         line_no = 1
         comma: bool | None = None  # did the previous case end with a comma (None: no case)
         ended = False
         for line in fh:
             line_no += 1
+            if line.endswith(b",\n") and comma is not False and not ended:
+                comma = True  # the usual line: what the checks below do with it, one copy
+                yield line_no, line[:-2]
+                continue
             body = line.rstrip(b"\r\n")
             if ended:
                 if body.strip():
@@ -365,17 +383,24 @@ def _line_cases(path: Path) -> Iterator[tuple[int, bytes]]:
 def iter_case_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """``(line number, case JSON bytes)`` of a line-layout report (see the module docstring);
     :class:`NotLineLayout` for a report in another layout (use :func:`load_lean`)."""
+    return line_report(path)[1]
+
+
+def line_report(path: Path) -> tuple[ReportSummary, Iterator[tuple[int, bytes]]]:
+    """The summary of a line-layout report and :func:`iter_case_lines` of it (the summary
+    parsed once); :class:`NotLineLayout` for a report in another layout."""
     path = Path(path)
     try:
         head = _head(path)
     except UnsafeInput as exc:
         raise _not_found(path, exc) from None
-    if head is None or _head_summary(path, head) is None:
+    summary = _head_summary(path, head) if head is not None else None
+    if summary is None:
         raise NotLineLayout(
             f"{path}: not in the one-case-per-line layout written by `rag eval run`; "
             "read it with load_lean / load_report"
         )
-    return _line_cases(path)
+    return summary, _line_cases(path)
 
 
 def iter_cases(path: Path, view: type[View] = LeanCase) -> Iterator[View]:  # type: ignore[assignment]

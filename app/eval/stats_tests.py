@@ -24,13 +24,13 @@ Methods (printed in the comparison's footnote, see :data:`METHODS`):
 
 from __future__ import annotations
 
-import operator
-from collections import Counter
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.eval import stats_dist
+from app.eval.stats_dist import Values, floats
 
 ALPHA = 0.05
 WILCOXON_ZERO_METHOD = "wilcox"
@@ -57,20 +57,23 @@ class McNemar:
     p_value: float
 
 
-def wilcoxon_p(base: Sequence[float], new: Sequence[float]) -> float:
+def wilcoxon_p(base: Values, new: Values) -> float:
     """Two-sided Wilcoxon signed-rank p-value of ``new - base``; 1.0 when nothing changed."""
+    import numpy as np
+
     _check_paired(base, new)
+    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     # every |new - base| ≤ 1e-12 (math.isclose(b, n, rel_tol=0, abs_tol=1e-12) for finite values)
-    if max(map(abs, map(operator.sub, new, base))) <= 1e-12:
+    if float(np.abs(n - b).max()) <= 1e-12:
         return 1.0
     # scipy.stats.wilcoxon(new, base, zero_method="wilcox", alternative="two-sided"), computed
     # as scipy computes it, without importing scipy.stats (app/eval/stats_dist.py)
-    return stats_dist.wilcoxon_p(base, new)
+    return stats_dist.wilcoxon_p(b, n)
 
 
 def bootstrap_ci(
-    base: Sequence[float],
-    new: Sequence[float],
+    base: Values,
+    new: Values,
     *,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
@@ -82,7 +85,7 @@ def bootstrap_ci(
 
 
 def bootstrap_cis(
-    samples: Sequence[tuple[Sequence[float], Sequence[float]]],
+    samples: Sequence[tuple[Values, Values]],
     *,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
@@ -130,50 +133,69 @@ def bootstrap_cis(
     return out
 
 
-def mcnemar_exact(base: Sequence[float], new: Sequence[float]) -> McNemar:
+def mcnemar_exact(base: Values, new: Values) -> McNemar:
     """Exact McNemar test on paired 0/1 values."""
+    import numpy as np
+
     _check_paired(base, new)
-    for v in {*base, *new}:
-        if v not in (0, 1):
-            raise ValueError(f"McNemar needs 0/1 values, got {v!r}")
-    moves = Counter(zip(base, new, strict=True))
-    up = moves[(0, 1)]  # 0.0 == 0 and 1.0 == 1 hash alike: (0.0, 1.0) is counted here
-    down = moves[(1, 0)]
+    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    b0, b1, n0, n1 = b == 0, b == 1, n == 0, n == 1
+    if not ((b0 | b1).all() and (n0 | n1).all()):
+        for v in {*floats(base), *floats(new)}:
+            if v not in (0, 1):
+                raise ValueError(f"McNemar needs 0/1 values, got {v!r}")
+    up = int(np.count_nonzero(b0 & n1))  # base 0 -> new 1 (0.0, -0.0 and 0 alike)
+    down = int(np.count_nonzero(b1 & n0))
     if up + down == 0:
         return McNemar(up=0, down=0, p_value=1.0)
     return McNemar(up=up, down=down, p_value=stats_dist.binom_two_sided_half(up, up + down))
 
 
-def brown_forsythe_p(base: Sequence[float], new: Sequence[float]) -> float:
+def brown_forsythe_p(base: Values, new: Values) -> float:
     """Brown–Forsythe p-value for equal spread; 1.0 when neither sample spreads at all."""
+    import numpy as np
+
     if len(base) < 2 or len(new) < 2:
         return 1.0
-    med_b = _median(base)
-    med_n = _median(new)
-    dev_b = [abs(v - med_b) for v in base]
-    dev_n = [abs(v - med_n) for v in new]
+    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    dev_b = np.abs(b - _median(b))
+    dev_n = np.abs(n - _median(n))
+    max_b, min_b, max_n, min_n = (
+        float(x) for x in (dev_b.max(), dev_b.min(), dev_n.max(), dev_n.min())
+    )
     # levene divides by the within-group spread of the deviations: all-equal deviations
     # (e.g. both samples constant) make the statistic undefined; there is no evidence.
-    if max(max(dev_b), max(dev_n)) - min(min(dev_b), min(dev_n)) < 1e-12:
+    if max(max_b, max_n) - min(min_b, min_n) < 1e-12:
         return 1.0
-    if _spread(dev_b) < 1e-12 and _spread(dev_n) < 1e-12:
+    if max_b - min_b < 1e-12 and max_n - min_n < 1e-12:
         # each group's deviations constant but different: infinitely significant in theory
         return 0.0
     return stats_dist.levene_deviations_p(dev_b, dev_n)
 
 
-def _median(values: Sequence[float]) -> float:
-    s = sorted(values)
+def mean(values: Values) -> float:
+    """``sum(values) / len(values)``: Python's left-to-right float sum, also of an array."""
+    return sum(floats(values)) / len(values)
+
+
+def sample_std(values: Values) -> float:
+    """``sqrt(Σ (v − mean)² / (n − 1))`` as the plain loop computes it (0.0 below 2 values)."""
+    if len(values) < 2:
+        return 0.0
+    return math.sqrt(stats_dist.sum_sq_dev(values, mean(values)) / (len(values) - 1))
+
+
+def _median(values: Any) -> float:
+    """The median of an array, as ``sorted`` + the middle one or the mean of the two."""
+    import numpy as np
+
+    s = np.sort(values)
     mid = len(s) // 2
-    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2.0
+    return float(s[mid]) if len(s) % 2 else (float(s[mid - 1]) + float(s[mid])) / 2.0
 
 
-def _spread(values: Sequence[float]) -> float:
-    return max(values) - min(values) if values else 0.0
-
-
-def _check_paired(base: Sequence[float], new: Sequence[float]) -> None:
+def _check_paired(base: Values, new: Values) -> None:
     if len(base) != len(new):
         raise ValueError(f"paired samples differ in length: {len(base)} vs {len(new)}")
-    if not base:
+    if not len(base):
         raise ValueError("no paired values")

@@ -25,9 +25,8 @@ from app.eval.report_stream import (
     LeanCase,
     NotLineLayout,
     decode_case,
-    iter_case_lines,
+    line_report,
     load_lean,
-    read_summary,
 )
 
 __all__ = ["Case", "StreamedReport", "TraceBits", "read_cases"]
@@ -115,10 +114,9 @@ def read_cases(path: Path) -> StreamedReport:
     seen: set[str] = set()
     cases: list[Case] = []
     try:
-        lines = iter_case_lines(path)
+        summary, lines = line_report(path)
     except NotLineLayout:
         return _whole(path)
-    summary = read_summary(path)
     for n, raw in lines:
         where = f"{path}:{n}"
         case = Case(raw, decode_case(raw, path, n), _bits(raw, where))

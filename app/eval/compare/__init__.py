@@ -45,13 +45,14 @@ from app.eval.compare.rows import (
     REFUSAL_RATE_SPEC,
     REVIEW_WHEN_UP,
     CaseView,
-    Pair,
+    MetricPairs,
     cases_by_id,
     metric_cis,
-    metric_pairs_of,
+    metric_columns,
     metric_row,
     missing_row,
     refusal_pairs,
+    tag_positions,
     tag_regressions,
 )
 from app.eval.compare.rulers import judge_desc, prompt_labels, ruler_differences
@@ -130,30 +131,32 @@ def compare_views(
     # every metric's pairs first: the bootstrap CIs are drawn together (one index draw per
     # number of pairs, as each metric's own draw would be: the same CIs)
     # (metric, spec, pairs or None when only one report has it, derived from refused flags)
-    planned: list[tuple[str, MetricInfo, list[Pair] | None, bool]] = []
-    base_metrics = [base_cases[c].metrics for c in paired_ids]
-    new_metrics = [new_cases[c].metrics for c in paired_ids]
-    for metric in [*base.metrics, *(m for m in new.metrics if m not in base.metrics)]:
+    planned: list[tuple[str, MetricInfo, MetricPairs | None, bool]] = []
+    names = [*base.metrics, *(m for m in new.metrics if m not in base.metrics)]
+    columns = metric_columns(
+        paired_ids,
+        [base_cases[c].metrics for c in paired_ids],
+        [new_cases[c].metrics for c in paired_ids],
+        [m for m in names if m in base.metrics and m in new.metrics],
+    )
+    for metric in names:
         spec = base.metrics.get(metric) or new.metrics[metric]
-        if metric not in base.metrics or metric not in new.metrics:
-            planned.append((metric, spec, None, False))
-        else:
-            mp = metric_pairs_of(paired_ids, base_metrics, new_metrics, metric)
-            planned.append((metric, spec, mp, False))
+        planned.append((metric, spec, columns.get(metric), False))
     if REFUSAL_RATE not in base.metrics and REFUSAL_RATE not in new.metrics:
         refusals = refusal_pairs(base_cases, new_cases, paired_ids)
-        if refusals:
+        if len(refusals):
             planned.append((REFUSAL_RATE, REFUSAL_RATE_SPEC, refusals, True))
     cis = metric_cis([(m, spec, mp) for m, spec, mp, _ in planned if mp is not None])
     rows: list[MetricDelta] = []
     tags: list[TagRegression] = []
+    by_tag = tag_positions(paired_ids, base_cases)
     for metric, spec, metric_pairs, derived in planned:
         if metric_pairs is None:
             rows.append(missing_row(metric, spec, "new" if metric not in base.metrics else "base"))
             continue
         rows.append(metric_row(metric, spec, metric_pairs, alpha, cis))
         if not derived:  # the derived refusal rate has no tag breakdown
-            tags.extend(tag_regressions(metric, spec, metric_pairs, base_cases, alpha))
+            tags.extend(tag_regressions(metric, spec, metric_pairs, by_tag, alpha))
     notes = [
         f"{name} is a partial run: only its finished cases are compared."
         for report, name in ((base, base_name), (new, new_name))

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+import numpy as np
+
+from app.errors import ReportError
 from app.eval import stats_tests
 from app.eval.compare.render import fmt_ids, fmt_p
 from app.eval.compare.table import MetricDelta, TagRegression, Verdict
@@ -55,10 +59,75 @@ class CaseView(Protocol):
 
 C = TypeVar("C", bound=CaseView)
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
 
 def cases_by_id(cases: Sequence[C]) -> dict[str, C]:
     """The cases by id (both readers guarantee the ids are unique)."""
     return {case.id: case for case in cases}
+
+
+@dataclass(frozen=True)
+class MetricPairs:
+    """One metric's paired values: the ids of the paired cases where both reports define
+    it and the two reports' values, in that order, as float arrays (whole columns: the
+    statistics run over them in C). ``positions``: their indices in the paired ids
+    (``None``: every paired case has the value, the usual report)."""
+
+    ids: Sequence[str]
+    base: NDArray[np.float64]
+    new: NDArray[np.float64]
+    positions: NDArray[np.intp] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def pairs(self) -> list[Pair]:
+        """``(id, base, new)`` per case."""
+        return list(zip(self.ids, self.base.tolist(), self.new.tolist(), strict=True))
+
+
+def _value_matrix(
+    metrics: Sequence[Mapping[str, ScoreView]], names: Sequence[str]
+) -> NDArray[np.float64]:
+    """``(cases × names)`` values, NaN where a case's value is undefined (None) or the
+    case lacks the metric. A report lists every metric in every case, in one order: such
+    a case's values are read in a row; any other case looks each name up."""
+    flat: list[float | None] = []
+    extend = flat.extend
+    k = len(names)
+    for m in metrics:
+        if len(m) == k and list(m) == names:
+            extend([s.value for s in m.values()])
+        else:
+            extend([None if (s := m.get(name)) is None else s.value for name in names])
+    values = np.array(flat, dtype=float).reshape(len(metrics), k)  # None → NaN
+    if int(np.isnan(values).sum()) != flat.count(None):
+        raise ReportError("a metric value is NaN; an undefined value is null with a reason")
+    return values
+
+
+def _kept(ids: Sequence[str], bv: NDArray[np.float64], nv: NDArray[np.float64]) -> MetricPairs:
+    """The pairs where neither value is NaN (undefined), in ``ids`` order."""
+    keep = ~(np.isnan(bv) | np.isnan(nv))
+    if keep.all():
+        return MetricPairs(ids, np.ascontiguousarray(bv), np.ascontiguousarray(nv))
+    positions = np.flatnonzero(keep)
+    return MetricPairs([ids[i] for i in positions.tolist()], bv[keep], nv[keep], positions)
+
+
+def metric_columns(
+    ids: Sequence[str],
+    base_metrics: Sequence[Mapping[str, ScoreView]],
+    new_metrics: Sequence[Mapping[str, ScoreView]],
+    names: Sequence[str],
+) -> dict[str, MetricPairs]:
+    """Each metric's :class:`MetricPairs` from the paired cases' metric maps (in ``ids``
+    order): the cases where both reports have a defined value."""
+    names = list(names)
+    bv, nv = _value_matrix(base_metrics, names), _value_matrix(new_metrics, names)
+    return {name: _kept(ids, bv[:, j], nv[:, j]) for j, name in enumerate(names)}
 
 
 def pairs(
@@ -66,68 +135,45 @@ def pairs(
     new_cases: Mapping[str, CaseView],
     ids: Sequence[str],
     metric: str,
-) -> list[Pair]:
-    """``(id, base, new)`` for every case with a defined value in both reports."""
-    return metric_pairs_of(
-        ids, [base_cases[c].metrics for c in ids], [new_cases[c].metrics for c in ids], metric
-    )
-
-
-def metric_pairs_of(
-    ids: Sequence[str],
-    base_metrics: Sequence[Mapping[str, ScoreView]],
-    new_metrics: Sequence[Mapping[str, ScoreView]],
-    metric: str,
-) -> list[Pair]:
-    """:func:`pairs` from the paired cases' metric maps (in ``ids`` order, looked up once
-    for all metrics)."""
-    try:  # the usual report: every case lists every metric (null with a reason if undefined)
-        bv = [m[metric].value for m in base_metrics]
-        nv = [m[metric].value for m in new_metrics]
-    except KeyError:
-        pass
-    else:
-        return [
-            (cid, b, n)
-            for cid, b, n in zip(ids, bv, nv, strict=True)
-            if b is not None and n is not None
-        ]
-    out: list[Pair] = []
-    for cid, bm, nm in zip(ids, base_metrics, new_metrics, strict=True):
-        bs = bm.get(metric)
-        if bs is None:
-            continue
-        ns = nm.get(metric)
-        if ns is None:
-            continue
-        b, n = bs.value, ns.value
-        if b is not None and n is not None:
-            out.append((cid, b, n))
-    return out
+) -> MetricPairs:
+    """The cases of ``ids`` with a defined value of ``metric`` in both reports."""
+    return metric_columns(
+        ids, [base_cases[c].metrics for c in ids], [new_cases[c].metrics for c in ids], [metric]
+    )[metric]
 
 
 def refusal_pairs(
     base_cases: Mapping[str, CaseView],
     new_cases: Mapping[str, CaseView],
     ids: Sequence[str],
-) -> list[Pair]:
-    out: list[Pair] = []
-    for cid in ids:
-        b, n = base_cases[cid].refused, new_cases[cid].refused
-        if b is not None and n is not None:
-            out.append((cid, float(b), float(n)))
-    return out
+) -> MetricPairs:
+    """The refused flags of both reports as 0/1 values (cases where both are known)."""
+    bv = np.array([base_cases[cid].refused for cid in ids], dtype=float)  # None → NaN
+    nv = np.array([new_cases[cid].refused for cid in ids], dtype=float)
+    return _kept(ids, bv, nv)
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
+def tag_positions(
+    ids: Sequence[str], base_cases: Mapping[str, CaseView]
+) -> dict[str, NDArray[np.intp]]:
+    """Each tag of the base cases (sorted) → the positions in ``ids`` of the cases it tags
+    (ascending; a tag listed twice by a case counts that case twice): the same for every
+    metric, so computed once per comparison (cases grouped by their tag list first)."""
+    by_tags: dict[tuple[str, ...], list[int]] = {}
+    for i, cid in enumerate(ids):
+        by_tags.setdefault(tuple(base_cases[cid].tags), []).append(i)
+    by_tag: dict[str, list[list[int]]] = {}
+    for tags, positions in by_tags.items():
+        for tag in tags:
+            by_tag.setdefault(tag, []).append(positions)
+    return {
+        tag: np.sort(np.concatenate([np.asarray(p, dtype=np.intp) for p in groups]), kind="stable")
+        for tag, groups in sorted(by_tag.items())
+    }
 
 
-def _std(values: Sequence[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    m = _mean(values)
-    return math.sqrt(sum([(v - m) ** 2 for v in values]) / (len(values) - 1))
+_mean = stats_tests.mean
+_std = stats_tests.sample_std
 
 
 def missing_row(
@@ -159,29 +205,26 @@ def missing_row(
     )
 
 
-def metric_cis(planned: Sequence[tuple[str, MetricInfo, Sequence[Pair]]]) -> dict[str, CI]:
+def metric_cis(planned: Sequence[tuple[str, MetricInfo, MetricPairs]]) -> dict[str, CI]:
     """The paired bootstrap CI of every continuous metric, by metric name, drawn together
     (:func:`app.eval.stats_tests.bootstrap_cis`: the CIs each metric's own draw gives)."""
-    continuous = [(m, mp) for m, spec, mp in planned if spec.scale != "binary" and mp]
-    cis = stats_tests.bootstrap_cis(
-        [([b for _, b, _ in mp], [n for _, _, n in mp]) for _, mp in continuous]
-    )
+    continuous = [(m, mp) for m, spec, mp in planned if spec.scale != "binary" and len(mp)]
+    cis = stats_tests.bootstrap_cis([(mp.base, mp.new) for _, mp in continuous])
     return {m: ci for (m, _), ci in zip(continuous, cis, strict=True)}
 
 
 def metric_row(
     metric: str,
     spec: MetricInfo,
-    metric_pairs: Sequence[Pair],
+    metric_pairs: MetricPairs,
     alpha: float,
     cis: Mapping[str, CI] | None = None,
 ) -> MetricDelta:
     """One row: the paired Δ, the test for the metric's scale, and the verdict
     (``cis``: the CIs :func:`metric_cis` drew; else this row's own draw)."""
-    if not metric_pairs:
+    if not len(metric_pairs):
         return missing_row(metric, spec, "neither", "no_data", "no case has a value in both")
-    base_v = [b for _, b, _ in metric_pairs]
-    new_v = [n for _, _, n in metric_pairs]
+    base_v, new_v = metric_pairs.base, metric_pairs.new
     bmean, nmean = _mean(base_v), _mean(new_v)
     delta = nmean - bmean
     ci: CI | None = None
@@ -227,7 +270,7 @@ def metric_row(
 def _verdict(
     metric: str,
     spec: MetricInfo,
-    metric_pairs: Sequence[Pair],
+    metric_pairs: MetricPairs,
     alpha: float,
     p: float,
     delta: float,
@@ -239,7 +282,10 @@ def _verdict(
     sign = _SIGN.get(spec.direction, 0.0)
     gain = sign * delta  # > 0: better
     significant = p < alpha and not math.isclose(delta, 0.0, abs_tol=1e-12)
-    worse = [cid for cid, b, n in metric_pairs if sign * (n - b) < -1e-12]
+    worse: list[str] = []
+    if spec.red_line:  # the cases where ``sign * (new - base) < -1e-12``
+        moved = sign * (metric_pairs.new - metric_pairs.base) < -1e-12
+        worse = [metric_pairs.ids[i] for i in np.flatnonzero(moved).tolist()]
     limit = 0.0 if spec.direction == "lower" else None  # a red line's limit
     over_limit = spec.red_line and limit is not None and nmean > limit
     if spec.red_line and (worse or over_limit):
@@ -262,25 +308,33 @@ def _verdict(
 def tag_regressions(
     metric: str,
     spec: MetricInfo,
-    metric_pairs: Sequence[Pair],
-    base_cases: Mapping[str, CaseView],
+    metric_pairs: MetricPairs,
+    tags: Mapping[str, NDArray[np.intp]],
     alpha: float,
 ) -> list[TagRegression]:
-    """Per tag of the base cases: the metric got worse there (significant or not)."""
+    """Per tag of the base cases: the metric got worse there (significant or not).
+    ``tags``: :func:`tag_positions` of the paired ids."""
     sign = _SIGN.get(spec.direction, 0.0)
     if sign == 0.0 or spec.group in COST_GROUPS:
         return []
-    if all(b == n for _, b, n in metric_pairs):
+    base_v, new_v = metric_pairs.base, metric_pairs.new
+    if np.array_equal(base_v, new_v):
         return []  # every tag's Δ is exactly 0: none got worse
-    by_tag: dict[str, list[Pair]] = {}
-    for pair in metric_pairs:
-        for tag in base_cases[pair[0]].tags:
-            by_tag.setdefault(tag, []).append(pair)
+    at: NDArray[np.intp] | None = None  # paired position → index in the metric's columns
+    if metric_pairs.positions is not None:
+        at = np.full(int(metric_pairs.positions.max()) + 1, -1, dtype=np.intp)
+        at[metric_pairs.positions] = np.arange(len(metric_pairs.positions))
     out: list[TagRegression] = []
-    for tag, tp in sorted(by_tag.items()):
-        b = [x for _, x, _ in tp]
-        n = [y for _, _, y in tp]
-        delta = _mean(n) - _mean(b)
+    for tag, positions in tags.items():
+        idx = positions
+        if at is not None:
+            idx = at[positions[positions < len(at)]]
+            idx = idx[idx >= 0]
+        if not len(idx):
+            continue
+        b, n = base_v[idx], new_v[idx]
+        bmean, nmean = _mean(b), _mean(n)
+        delta = nmean - bmean
         if sign * delta >= -1e-12:
             continue
         if spec.scale == "binary":
@@ -291,9 +345,9 @@ def tag_regressions(
             TagRegression(
                 tag=tag,
                 metric=metric,
-                n=len(tp),
-                base_mean=_mean(b),
-                new_mean=_mean(n),
+                n=len(idx),
+                base_mean=bmean,
+                new_mean=nmean,
                 delta=delta,
                 p_value=p,
                 significant=p < alpha,

@@ -327,3 +327,38 @@ def test_json_nested_too_deeply_is_a_report_error(
         load_lean(path)
     with pytest.raises(ReportError, match="nested too deeply"):
         load_lean(path, CompareCase)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(b"NaN", "NaN is not a JSON number"), (b"1e400", "overflows to infinity")],
+)
+def test_a_summary_number_json_cannot_hold_names_the_first_line(
+    run_report: Path, tmp_path: Path, value: bytes, expected: str
+) -> None:
+    """The summary line is parsed by msgspec; what it refuses goes the strict JSON path, whose
+    message says what is wrong (issue 14: the first line was parsed twice by json.loads)."""
+    path = _with_lines(
+        run_report,
+        tmp_path,
+        lambda ls: ls.__setitem__(0, ls[0].replace(b'"k":', b'"k":' + value + b',"k2":', 1)),
+    )
+    assert b'"k":' + value in path.read_bytes().split(b"\n", 1)[0]
+    with pytest.raises(ReportError, match=rf"(?s){path}:1.*{expected}"):
+        load_lean(path)
+    with pytest.raises(ReportError, match=expected):
+        read_summary(path)
+
+
+def test_crlf_case_lines_read_as_the_runners_layout(run_report: Path, tmp_path: Path) -> None:
+    """Case lines ending ``,\r\n`` (not the one-copy fast path for ``,\n``): the same cases
+    and line numbers; a whole file with Windows line endings is read as one document."""
+    head, rest = run_report.read_bytes().split(b"\n", 1)
+    crlf = tmp_path / "crlf.json"
+    crlf.write_bytes(head + b"\n" + rest.replace(b"\n", b"\r\n"))
+    lean = load_lean(crlf)
+    assert lean.layout == "lines" and lean.cases == load_lean(run_report).cases
+    assert [n for n, _ in iter_case_lines(crlf)] == [n for n, _ in iter_case_lines(run_report)]
+    every = tmp_path / "every.json"
+    every.write_bytes(run_report.read_bytes().replace(b"\n", b"\r\n"))
+    assert load_lean(every).cases == lean.cases
