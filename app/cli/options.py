@@ -100,8 +100,6 @@ class _Workers(click.ParamType["int | Literal['auto']", Any]):
     ) -> int | Literal["auto"]:
         if value == "auto":
             return "auto"
-        if isinstance(value, int) and 1 <= value <= 64:
-            return value
         try:
             count = int(value)
         except (TypeError, ValueError):

@@ -4,9 +4,10 @@ With the offline providers a run waits on nothing: the candidate, the judge, ret
 the metrics are Python computing in this process, so one process uses one core. A run whose
 candidate and judge are both in-process (``offline:``) can be shared by ``--workers N``
 processes. The default, ``auto``, starts one per 1,000 cases to run, at most one per core
-and four (:func:`planned`): on 2 cores a 10,000-case offline run takes about 55 % of the
-time for the memory of a second process (its own heap; its own mapping of the embedding
-model when it embeds a query new to the vector cache). With a network provider the run waits
+and four (:func:`planned`): on 2 cores a 10,000-case offline run takes about 63 % of the
+time (18.95 against 30.10 s, ``scripts/bench_scale.py``) for the memory of a second process
+(its own heap; its own mapping of the embedding model when it embeds a query new to the vector
+cache). With a network provider the run waits
 on the network and one process serves it (its rate limits, cache claims and adaptive
 concurrency are one process's), so ``--workers N > 1`` there is refused (exit 2).
 
@@ -116,7 +117,8 @@ def planned(config: RunConfig, cases: int, *, own_engine: bool) -> int:
 
     ``auto`` (the default): one process per :data:`AUTO_CASES` cases to run, at most one
     per core and :data:`AUTO_MAX` — a worker process costs about a second of start-up and
-    its own memory (about 90 MB), which a few hundred offline cases do not earn back."""
+    its own memory (about 107 MB for the bench's 10,000 cases), which a few hundred offline
+    cases do not earn back."""
     if not in_process(config) or not own_engine or config.batch:
         return 1
     if config.workers == "auto":
