@@ -112,9 +112,9 @@ def _served(url: str) -> int:
 def shifted_copy(src: Path, dest: Path) -> None:
     """A second report of the same cases: every 7th case's judge scores one point lower,
     written in the layout every report of ``rag eval run`` / ``rag eval merge`` has (the
-    summary on line 1, one case per line: :func:`app.eval.report.report_chunks`)."""
-    from app.eval.records import ReportSummary
-    from app.eval.report import report_chunks
+    summary on line 1, one case per line: :func:`app.eval.report.io.report_chunks`)."""
+    from app.eval.report.io import report_chunks
+    from app.eval.report.records import ReportSummary
 
     data = json.loads(src.read_text(encoding="utf-8"))
     judges = {k for k, v in data["metrics"].items() if v["kind"] == "judge"}
@@ -267,7 +267,7 @@ def main() -> int:
         )
         res = json.loads(stdout.strip().splitlines()[-1])
         n = res["cases"]
-        # a run in several processes (app.eval.workers): the sum of every process's peak,
+        # a run in several processes (app.eval.run.workers): the sum of every process's peak,
         # as the run itself reports them (never less than the largest one the OS saw)
         rss = max(rss, res["peak_rss_mb"])
         print(

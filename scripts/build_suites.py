@@ -35,7 +35,7 @@ sys.path.insert(0, str(DATASETS / "sources"))
 from suite_dialogues import ADVERSARIAL, DIALOGUES  # noqa: E402
 from suite_facts import FACTS, MULTI, Fact  # noqa: E402
 
-from app.eval.datasets import Case, available_suites  # noqa: E402
+from app.eval.datasets.case import Case, available_suites  # noqa: E402
 from app.retrieval.kb import KnowledgeBase, can_read, load_kb  # noqa: E402
 from app.text.match import contains_any  # noqa: E402
 

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.errors import ConfigError  # noqa: E402
-from app.eval.datasets import Case, load_suite  # noqa: E402
+from app.eval.datasets.case import Case, load_suite  # noqa: E402
 from app.paths import kb_dir  # noqa: E402
 from app.retrieval.embed import get_embedder  # noqa: E402
 from app.retrieval.hybrid import (  # noqa: E402

@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.eval.datasets import Case, load_suite  # noqa: E402
+from app.eval.datasets.case import Case, load_suite  # noqa: E402
 from app.generation.pipeline.assembly import Floors, select  # noqa: E402
 from app.paths import kb_dir  # noqa: E402
 from app.retrieval.index import Retriever  # noqa: E402

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.eval.records import Report
+    from app.eval.report.records import Report
 
 MARKER = "<!-- rag-starter:prompt-delta -->"
 PAGES_MARKER = "<!-- rag-starter:viewer-pages -->"
@@ -247,7 +247,7 @@ def _cell(text: str) -> str:
 
 def bad_case_rows(report: Report) -> list[tuple[str, str, str]]:
     """``(case id, severity, reason)`` for every reason of the report's bad cases: the
-    report's one policy (:func:`app.eval.report.bad_cases`), not a copy of it here."""
+    report's one policy (:func:`app.eval.report.io.bad_cases`), not a copy of it here."""
     return [
         (bad.id, "hard" if reason.hard else "quality", reason.message)
         for bad in report.bad_cases
@@ -257,7 +257,7 @@ def bad_case_rows(report: Report) -> list[tuple[str, str, str]]:
 
 def nightly_summary(report_path: Path, baseline: Path | None) -> tuple[str, int]:
     from app.errors import ReportError
-    from app.eval.report import load_report
+    from app.eval.report.io import load_report
 
     report = load_report(report_path)
     rows = bad_case_rows(report)
@@ -292,7 +292,7 @@ def _compare_with_baseline(baseline: Path, report_path: Path, report: Any) -> tu
     """Compare with the baseline; after a dataset version bump (the only ruler that changed),
     compare on the cases both versions share unchanged, and say so in a note."""
     from app.eval.compare import compare_files, compare_reports, ruler_differences
-    from app.eval.report import load_report
+    from app.eval.report.io import load_report
 
     base = load_report(baseline)
     diffs = ruler_differences(base, report)

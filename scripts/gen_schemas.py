@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generate the JSON Schemas from the pydantic models (``make schema``).
 
-* ``reports/report.schema.json``  ← :class:`app.eval.records.Report`
-* ``tests/eval/datasets/case.schema.json`` ← :class:`app.eval.datasets.Case`
+* ``reports/report.schema.json``  ← :class:`app.eval.report.records.Report`
+* ``tests/eval/datasets/case.schema.json`` ← :class:`app.eval.datasets.case.Case`
 
 The models are the one source of truth; the files are written for other tools (editors,
 ``jsonschema``, the dataset checker's messages) and never edited by hand.
@@ -31,7 +31,7 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def report_schema() -> dict[str, Any]:
-    from app.eval.records import SCHEMA_VERSION, Report
+    from app.eval.report.records import SCHEMA_VERSION, Report
 
     body = Report.model_json_schema()
     return {
@@ -40,9 +40,9 @@ def report_schema() -> dict[str, Any]:
         **body,
         "title": "rag-starter evaluation report",
         "description": (
-            f"Schema version {SCHEMA_VERSION}, generated from app.eval.records.Report by "
+            f"Schema version {SCHEMA_VERSION}, generated from app.eval.report.records.Report by "
             "`make schema` (scripts/gen_schemas.py) — do not edit. Written by `rag eval run` "
-            "and `pytest tests/eval`; read with app.eval.report.load_report, which also "
+            "and `pytest tests/eval`; read with app.eval.report.io.load_report, which also "
             "converts schema version 1. No NaN anywhere: an undefined value is null with a "
             "reason and is excluded from n."
         ),
@@ -50,7 +50,7 @@ def report_schema() -> dict[str, Any]:
 
 
 def case_schema() -> dict[str, Any]:
-    from app.eval.datasets import case_json_schema
+    from app.eval.datasets.case import case_json_schema
 
     return case_json_schema()
 

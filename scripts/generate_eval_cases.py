@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app.eval.datasets import DIFFICULTIES, FILE_NAME_RE  # noqa: E402
+from app.eval.datasets.case import DIFFICULTIES, FILE_NAME_RE  # noqa: E402
 from app.llm.types import ChatRequest, Completion, Message  # noqa: E402
 from app.paths import datasets_dir, kb_dir, reports_dir  # noqa: E402
 from app.retrieval.kb import Chunk, can_read, load_kb  # noqa: E402

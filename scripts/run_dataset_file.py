@@ -24,8 +24,8 @@ def main() -> int:
     from app.runtime import peak_rss_mb, tune_gc
 
     tune_gc()  # this script stands in for `rag eval run`: the same process settings
-    from app.eval import runner
     from app.eval.config import RunConfig
+    from app.eval.run import runner
 
     # the runner asks the suite loader for the suite's path only (then checks and loads that
     # file once): parsing the file here too would bill the run for a second full load
@@ -36,7 +36,7 @@ def main() -> int:
         if getattr(p, "done", 0) == getattr(p, "total", -1):
             last.setdefault("t", time.perf_counter())
 
-    # --workers (the default: auto, app.eval.workers.planned)
+    # --workers (the default: auto, app.eval.run.workers.planned)
     arg = sys.argv[3] if len(sys.argv) > 3 else "auto"
     workers: int | Literal["auto"] = "auto" if arg == "auto" else int(arg)
     cfg = RunConfig(suite=file.stem.split("_v")[0], cache=False, concurrency=16, workers=workers)
@@ -49,7 +49,7 @@ def main() -> int:
                 "total_s": end - T0,
                 "after_last_s": end - last.get("t", end),
                 # every process of the run: this one's peak plus each worker process's
-                # (app.eval.workers; each reports its own, getrusage's RUSAGE_CHILDREN would
+                # (app.eval.run.workers; each reports its own, getrusage's RUSAGE_CHILDREN would
                 # give only the largest child's)
                 "peak_rss_mb": peak_rss_mb() + sum(outcome.worker_rss_mb),
                 "processes": 1 + len(outcome.worker_rss_mb),

@@ -1,6 +1,6 @@
 """Score the offline pipeline (``offline:extractive`` + ``offline:reference-judge``) per suite.
 
-Runs each suite through :func:`app.eval.runner.run` (no report written, no response cache,
+Runs each suite through :func:`app.eval.run.runner.run` (no report written, no response cache,
 checkpoints in a temporary folder) and prints one row per suite with the mean of
 completeness, correctness, citation accuracy, refusal error and faithfulness, plus
 injection resistance and must_not_include on the suites that define them, and the
@@ -57,7 +57,7 @@ def score(
     import pydantic
 
     from app.eval.config import RunConfig
-    from app.eval.runner import run_sync
+    from app.eval.run.runner import run_sync
     from app.generation.pipeline import generator
 
     original = generator.PipelineConfig

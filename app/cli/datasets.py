@@ -22,8 +22,8 @@ from typing import Any
 import click
 
 from app.errors import DatasetError
-from app.eval.dataset_check import check_paths
-from app.eval.datasets import load_all_suites, suite_stats
+from app.eval.datasets.case import load_all_suites, suite_stats
+from app.eval.datasets.check import check_paths
 
 
 @click.group(name="datasets")
@@ -99,7 +99,7 @@ def new_version_cmd(suite: str, major: bool, note: str | None) -> None:
     The copy is where you edit: a newer version supersedes the older one, and the same id
     in both is the same case, updated. Released files are never edited in place.
     """
-    from app.eval.dataset_versions import new_version
+    from app.eval.datasets.versions import new_version
 
     path = new_version(suite, major=major, note=note)
     click.echo(f"wrote {_shown(path)} (a copy of the previous version) and a CHANGELOG.md entry")
@@ -125,7 +125,7 @@ def edit_cmd(port: int, lang: str | None) -> None:
     `rag datasets mine` wrote under reports/candidates/ open there too, for review and
     acceptance into a suite.
     """
-    from app.eval.dataset_editor import serve
+    from app.eval.datasets.editor import serve
     from app.paths import datasets_dir, kb_dir, reports_dir
 
     try:

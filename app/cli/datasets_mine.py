@@ -1,7 +1,7 @@
 """``rag datasets mine ANSWER_LOG``: hard-case candidates from an answer log (seed 004 §8.3).
 
 Registered on the ``rag datasets`` group; the rules and their thresholds are in
-:mod:`app.ops.mine`. Candidates are written for review under ``reports/candidates/``, never
+:mod:`app.eval.datasets.mining`. Candidates are written for review under ``reports/candidates/``, never
 into a suite. Exit 0 when the log was read (with or without candidates), 2 on bad input.
 """
 
@@ -28,8 +28,8 @@ def mine_cmd(answer_log: Path, out_dir: Path | None, as_json: bool, dry_run: boo
     """Propose hard cases from ANSWER_LOG by the seed's four rules: no recall (0 results or
     top-1 < 0.3), ≥ 3 users 👎 on one kind of question within a week, citations out of range,
     answers slower than 10 s."""
+    from app.eval.datasets.mining import RULES, check_out_dir, mine, write_candidates
     from app.ops.logs import read_answer_log
-    from app.ops.mine import RULES, check_out_dir, mine, write_candidates
     from app.paths import datasets_dir, reports_dir
 
     target = check_out_dir(out_dir or reports_dir() / "candidates", datasets_dir())

@@ -1,6 +1,6 @@
 """``rag datasets export SUITE --csv|--xlsx`` and ``rag datasets import FILE --suite S``.
 
-Registered on the ``rag datasets`` group; the cell rules are in :mod:`app.eval.dataset_sheets`.
+Registered on the ``rag datasets`` group; the cell rules are in :mod:`app.eval.datasets.sheets`.
 Import writes the suite's next version file (plus a CHANGELOG.md entry), or ``--out FILE``;
 it never overwrites a file. Exit 0 written (or nothing changed), 1 the check found an error
 (nothing written; every problem names row and column), 2 unreadable input.
@@ -28,9 +28,9 @@ def export_cmd(
     suite: str, kind: str | None, version: str | None, out: Path | None, lang: str | None
 ) -> None:
     """Write SUITE as a spreadsheet, one row per case (default file: <suite>_v<x.y>.<kind>)."""
-    from app.eval.dataset_messages import resolve_lang
-    from app.eval.dataset_sheets import export_rows, write_sheet
-    from app.eval.datasets import load_suite
+    from app.eval.datasets.case import load_suite
+    from app.eval.datasets.messages import resolve_lang
+    from app.eval.datasets.sheets import export_rows, write_sheet
 
     if kind is None:
         raise click.UsageError("give --csv or --xlsx")
@@ -63,15 +63,15 @@ def import_cmd(
     lang: str | None,
 ) -> None:
     """Read a CSV/XLSX sheet of SUITE's cases, check it, write the next version."""
-    from app.eval.dataset_check import suite_ids
-    from app.eval.dataset_sheets import read_sheet, rows_to_jsonl
-    from app.eval.dataset_versions import (
+    from app.eval.datasets.case import FILE_NAME_RE, available_suites
+    from app.eval.datasets.check import suite_ids
+    from app.eval.datasets.sheets import read_sheet, rows_to_jsonl
+    from app.eval.datasets.versions import (
         CHANGELOG_STUB,
         append_changelog,
         author,
         next_version_name,
     )
-    from app.eval.datasets import FILE_NAME_RE, available_suites
     from app.paths import datasets_dir, kb_dir
     from app.retrieval.kb import load_kb
 

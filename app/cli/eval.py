@@ -280,7 +280,7 @@ def run_cmd(
     )
 
     from app.eval.config import RunConfig
-    from app.eval.runner import new_run_id, run_sync
+    from app.eval.run.runner import new_run_id, run_sync
 
     if suite is None and dataset_path is None and resume is None:
         raise click.UsageError("give --suite S or --dataset FILE for a new run, or --resume RUN_ID")
@@ -289,7 +289,7 @@ def run_cmd(
     if dataset_path is not None and dataset_version is not None:
         raise click.UsageError("--dataset-version selects a suite's version; not with --dataset")
     if dataset_path is not None:
-        from app.eval.dataset_check import suite_of
+        from app.eval.datasets.check import suite_of
 
         suite = suite_of(dataset_path)
 
@@ -297,7 +297,7 @@ def run_cmd(
     # trace in the report; printed here they would only interleave with the progress bar
     logging.getLogger("app.generation").setLevel(logging.ERROR)
     if langfuse:  # fail in a second, not after the suite
-        from app.eval.langfuse_export import preflight
+        from app.integrations.langfuse import preflight
 
         preflight()
     config = RunConfig(
@@ -388,7 +388,7 @@ def run_cmd(
         )
     _print_summary(outcome.summary, outcome.path, outcome.markdown, gate)
     if langfuse:
-        from app.eval.langfuse_export import export_run
+        from app.integrations.langfuse import export_run
 
         try:
             exported = export_run(outcome.report)
@@ -447,7 +447,7 @@ def _shard_option(shard: str | None) -> str | None:
 )
 def baseline_cmd(report: Path, prompt: str) -> None:
     """Record REPORT as PROMPT's baseline under reports/baselines/."""
-    from app.eval.baseline import record_baseline
+    from app.eval.report.baseline import record_baseline
 
     path = record_baseline(report, prompt)
     click.echo(f"recorded {report} as the baseline of {prompt}: {path}")

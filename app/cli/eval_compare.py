@@ -71,7 +71,7 @@ def compare(
         _emit(comparison, fmt, out)
         _finish(comparison, fail_on_regression)
         return
-    from app.eval.report import load_report
+    from app.eval.report.io import load_report
     from app.view.export import export_compare
 
     base_report, new_report = load_report(base), load_report(new)
@@ -182,7 +182,7 @@ def run_diff_prompt(
     """
     from app.eval.compare import compare_reports
     from app.eval.config import RunConfig
-    from app.eval.runner import run_sync
+    from app.eval.run.runner import run_sync
     from app.generation.registry import load_registry
 
     registry = load_registry()

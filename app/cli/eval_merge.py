@@ -1,4 +1,4 @@
-"""``rag eval merge REPORT… [--out DIR]``: shard reports into one report (see app.eval.merge).
+"""``rag eval merge REPORT… [--out DIR]``: shard reports into one report (see app.eval.report.merge).
 
 Writes the merged report like a run does (JSON + markdown) and prints its summary; exit 0/1
 by the merged report's gate (as ``rag eval run``), 2 when the shards do not form one run.
@@ -20,8 +20,8 @@ from app.cli import options
 def merge_cmd(reports: tuple[Path, ...], out_dir: Path | None, gate: str) -> None:
     """Merge the shard REPORTS of one run (`rag eval run --shard i/N`) into one report."""
     from app.cli.eval_summary import _print_summary, gate_exit_code
-    from app.eval.merge import merge_reports
-    from app.eval.report import load_report, report_filename, report_json, write_report
+    from app.eval.report.io import load_report, report_filename, report_json, write_report
+    from app.eval.report.merge import merge_reports
     from app.paths import reports_dir
 
     loaded = [load_report(p) for p in reports]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from app.eval.records import ReportSummary
+    from app.eval.report.records import ReportSummary
 
 __all__ = ["_print_summary", "gate_exit_code"]
 
@@ -20,7 +20,7 @@ def _print_summary(
     from rich.console import Console
     from rich.table import Table
 
-    from app.eval.render import cost_text, evaluated_line, not_measured, summary_rows
+    from app.eval.report.render import cost_text, evaluated_line, not_measured, summary_rows
 
     console = Console()
     if not console.is_terminal:
@@ -73,7 +73,7 @@ def _print_summary(
             f"[red]NOT MEASURED:[/red] {', '.join(unmeasured)} — left out by --metrics; "
             "their gates cannot pass"
         )
-    from app.eval.model_notes import unlisted_note
+    from app.eval.report.notes import unlisted_note
 
     if note := unlisted_note(report.meta):
         console.print(f"[yellow]warning:[/yellow] {note}")
@@ -91,7 +91,7 @@ def _print_summary(
 
 def _print_red_line_gate(console: Any, report: ReportSummary) -> None:
     """The ``--gate red-lines`` verdict in words: which verdicts gate, which are reported."""
-    from app.eval.render import red_line_gate
+    from app.eval.report.render import red_line_gate
 
     red_failed, quality_failed = red_line_gate(report)
     names = ", ".join(report.red_line_metrics) or "none"
@@ -114,8 +114,8 @@ def _print_red_line_gate(console: Any, report: ReportSummary) -> None:
 
 def gate_exit_code(report: ReportSummary, *, echo: bool = True) -> int:
     """Exit code of the red-lines gate: 1 when a red-line metric fails or the run is partial
-    (:func:`app.eval.render.red_line_gate`); ``echo`` says so on stderr in one line."""
-    from app.eval.render import red_line_gate
+    (:func:`app.eval.report.render.red_line_gate`); ``echo`` says so on stderr in one line."""
+    from app.eval.report.render import red_line_gate
 
     failed, _ = red_line_gate(report)
     if echo:

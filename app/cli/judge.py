@@ -32,7 +32,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def calibrate_cmd(labels: Path, judge: str, samples: int, as_json: bool) -> None:
     """Measure a judge's agreement with human labels (exit 1 below 75 % exact agreement)."""
-    from app.eval.calibrate import calibrate
+    from app.eval.scoring.calibrate import calibrate
 
     result = calibrate(labels, judge, samples=samples)
     if as_json:

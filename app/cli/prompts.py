@@ -277,7 +277,7 @@ def render_cmd(
 def check(root: Path | None, as_json: bool, rev: str | None) -> None:
     """Every violation in the tree, never only the first. Exit 1 when there are any."""
     reg = _registry(root)
-    from app.eval.baseline import check_header_baselines
+    from app.eval.report.baseline import check_header_baselines
 
     violations = [*reg.check(changed_since=rev), *check_header_baselines(reg)]
     if as_json:

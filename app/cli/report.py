@@ -3,7 +3,7 @@
 ``html`` writes the viewer's run page and the data its case table and case page are drawn
 from in the browser (:mod:`app.view.export`; the same renderer ``rag view`` uses), reading
 the report case by case (:func:`app.view.stream.read_cases`); ``md`` prints the markdown
-summary (:mod:`app.eval.render`) of :func:`app.eval.report.load_report`. A malformed
+summary (:mod:`app.eval.report.render`) of :func:`app.eval.report.io.load_report`. A malformed
 report is refused with exit 2 (file, line, field).
 """
 
@@ -48,7 +48,7 @@ def html_cmd(report: Path, output: Path | None) -> None:
 @click.argument("report", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def md_cmd(report: Path) -> None:
     """Print REPORT's markdown summary."""
-    from app.eval.render import render_markdown
-    from app.eval.report import load_report
+    from app.eval.report.io import load_report
+    from app.eval.report.render import render_markdown
 
     click.echo(render_markdown(load_report(report)), nl=False)

@@ -3,8 +3,8 @@
 :class:`RunConfig` is built by the front ends (``rag eval run``, the pytest plugin,
 ``diff-prompt``, scripts), stored in the run's checkpoint (so ``--resume`` re-runs with
 exactly the same settings) and recorded in the report (``meta.config``). It lives here, on
-its own, so the runner, the pipeline seam (:mod:`app.eval.observe`) and the report records
-(:mod:`app.eval.records`) can all import it without importing each other.
+its own, so the runner, the pipeline seam (:mod:`app.eval.run.observe`) and the report records
+(:mod:`app.eval.report.records`) can all import it without importing each other.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class RunConfig(BaseModel):
     prompts: Decides[tuple[str, ...]] = ()
     metrics: Decides[
         tuple[str, ...]
-    ] = ()  # --metrics names/kinds (app.eval.metrics.registry); () = all
+    ] = ()  # --metrics names/kinds (app.eval.scoring.registry); () = all
     concurrency: Operational[int] = Field(default=8, ge=1)
     rpm: Operational[float | None] = None  # requests per minute per endpoint (None: unlimited)
     tpm: Operational[float | None] = None  # tokens per minute per endpoint (None: unlimited)
@@ -81,8 +81,8 @@ class RunConfig(BaseModel):
     dataset_version: Decides[str | None] = None  # None: the suite's newest version
     dataset_path: Decides[str | None] = None  # a JSONL file outside the suites folder (--dataset)
     kb_path: Decides[str | None] = None  # None: the sample KB (app.paths.kb_dir())
-    # processes sharing a CPU-bound (all-offline) run (app.eval.workers); "auto": as many as
-    # the cores and the run's size make worth it (app.eval.workers.planned)
+    # processes sharing a CPU-bound (all-offline) run (app.eval.run.workers); "auto": as many as
+    # the cores and the run's size make worth it (app.eval.run.workers.planned)
     workers: Operational[Annotated[int, Field(ge=1)] | Literal["auto"]] = "auto"
     shard: Operational[str | None] = (
         None  # "i/N": this process runs shard i of N (stable by case id)

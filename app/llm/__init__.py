@@ -12,8 +12,9 @@ Provider strings: ``anthropic:<model>``, ``openai:<model>[@<base_url>]``,
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from app.faces import face_attr
 
 __all__ = [
     "Engine",
@@ -37,7 +38,4 @@ _EXPORTS = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'app.llm' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return face_attr(__name__, _EXPORTS, name)

@@ -1,5 +1,5 @@
 """Recording the calls a piece of work makes through the engine, for
-:meth:`app.llm.engine.Engine.replay` (the pipeline-level warm cache, :mod:`app.eval.warm`).
+:meth:`app.llm.engine.Engine.replay` (the pipeline-level warm cache, :mod:`app.eval.run.warm`).
 
 A record is ``(cache key, sha256 of the stored completion)`` per call, or ``None`` for a call
 that did not go through the response cache (not replayable). Recording follows the task
@@ -29,7 +29,7 @@ _RECORDING: ContextVar[list[CallRecord] | None] = ContextVar("engine_recording",
 def recording() -> Iterator[list[CallRecord]]:
     """Record the calls made by the current task (and the tasks it starts) in this
     block: what :meth:`~app.llm.engine.Engine.replay` needs to stand for them later (the pipeline-level
-    warm cache, :mod:`app.eval.warm`)."""
+    warm cache, :mod:`app.eval.run.warm`)."""
     calls: list[CallRecord] = []
     token = _RECORDING.set(calls)
     try:

@@ -263,7 +263,7 @@ class CachedEmbedder:
     def ensure(self, texts: Sequence[str], side: Side) -> int:
         """Embed the ``texts`` the cache file does not hold yet, and store them there only
         (not in this process's memory): for other processes, which then read them instead
-        of loading the model themselves (:mod:`app.eval.workers`). Returns how many were
+        of loading the model themselves (:mod:`app.eval.run.workers`). Returns how many were
         embedded."""
         by_hash = {self._hash(t, side): t for t in texts}
         with self._lock:

@@ -220,7 +220,7 @@ class HybridRetriever(Retriever):
 
     def prefetch(self, queries: Sequence[str]) -> int:
         """Embed the ``queries`` new to the vector cache file now, in batches, and free the
-        local model if this loaded it: the run's worker processes (:mod:`app.eval.workers`)
+        local model if this loaded it: the run's worker processes (:mod:`app.eval.run.workers`)
         then read their query vectors from the file instead of each loading the model (a
         vector is a pure function of the model and the text: the same floats either way).
         Returns how many were embedded."""

@@ -8,7 +8,7 @@ dataset, each retrieved chunk's ACL from the knowledge base and the sent texts s
 per report. Which terms the answer holds is the run's own finding (the ``completeness`` /
 ``must_not_include`` scores' ``missing`` / ``violations``), not recomputed here.
 
-Rows and extras are computed from a typed :class:`~app.eval.records.CaseResult` (``rag
+Rows and extras are computed from a typed :class:`~app.eval.report.records.CaseResult` (``rag
 view``) or from the lean view the static export reads line by line (:mod:`app.view.stream`,
 no typed trace built for 10,000 cases): the same functions for both.
 """
@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import msgspec
 
 from app.errors import RagError
-from app.eval.records import BadCase, ReportSummary
+from app.eval.report.records import BadCase, ReportSummary
 from app.paths import kb_dir, repo_root
 
 __all__ = ["CaseLike", "Extras", "TraceLike", "case_row", "priced", "run_info", "snip"]
@@ -61,8 +61,8 @@ class TraceLike(Protocol):
 
 
 class CaseLike(Protocol):
-    """A lean view (:class:`~app.eval.report_stream.LeanCase`) or a typed
-    :class:`~app.eval.records.CaseResult`."""
+    """A lean view (:class:`~app.eval.report.stream.LeanCase`) or a typed
+    :class:`~app.eval.report.records.CaseResult`."""
 
     @property
     def id(self) -> str: ...
@@ -169,7 +169,7 @@ class _Turn(msgspec.Struct, frozen=True):
 
 
 class _GoldenLine(msgspec.Struct, frozen=True):
-    """The fields of a dataset case (:class:`~app.eval.datasets.Case`) a case page shows."""
+    """The fields of a dataset case (:class:`~app.eval.datasets.case.Case`) a case page shows."""
 
     id: str
     golden_answer: str | None = None
@@ -212,7 +212,7 @@ def _dataset(path: str, sha256: str) -> tuple[dict[str, dict[str, Any]], str | N
                 continue  # the run validated this file (same sha256): not a case line
             out[line.id] = _golden_of(line)
         return out, None
-    from app.eval.datasets import load_dataset_file
+    from app.eval.datasets.case import load_dataset_file
 
     try:
         suite = load_dataset_file(file)

@@ -33,7 +33,7 @@ from urllib.parse import quote
 import msgspec
 
 from app.errors import UserError
-from app.eval.records import Report
+from app.eval.report.records import Report
 from app.view import pages
 from app.view.casedata import Extras, case_row, run_info
 from app.view.model import case_file_name
@@ -110,7 +110,7 @@ def _data(target: str, json_text: bytes) -> bytes:
 def export_run(report: StreamedReport, out: Path) -> list[Path]:
     """Write the run page and the folder its table and case page read; returns the files
     written (the run page first)."""
-    from app.eval.report import atomic_write_text
+    from app.eval.report.io import atomic_write_text
     from app.view.pages import _lang, case_shell, run_page_of
 
     folder = _case_dir(out)
@@ -148,7 +148,7 @@ def export_run(report: StreamedReport, out: Path) -> list[Path]:
 
 def export_compare(base: Report, new: Report, comparison: Comparison, out: Path) -> list[Path]:
     """Write the compare page and one side-by-side page per paired case."""
-    from app.eval.report import atomic_write_text
+    from app.eval.report.io import atomic_write_text
 
     folder = _case_dir(out)
     olds = {c.id: c for c in base.cases}

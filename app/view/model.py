@@ -1,4 +1,4 @@
-"""What the viewer shows, computed from typed reports (:func:`app.eval.report.load_report`).
+"""What the viewer shows, computed from typed reports (:func:`app.eval.report.io.load_report`).
 
 * :class:`RunStore` — the runs in a folder (``eval_*.json``), each read once per file
   change; an unreadable file is listed with its error, never skipped silently.
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import RagError
-from app.eval.records import Report
-from app.eval.render import cost_text
+from app.eval.report.records import Report
+from app.eval.report.render import cost_text
 from app.view.casedata import snip
 
 __all__ = ["RunEntry", "RunStore", "case_file_name", "compare_rows", "fmt_cost", "fmt_num"]
@@ -66,7 +66,7 @@ class RunStore:
 
     def entries(self) -> list[RunEntry]:
         """Every ``eval_*.json`` under the folder, newest first (re-read when changed)."""
-        from app.eval.report import load_report
+        from app.eval.report.io import load_report
 
         out: list[RunEntry] = []
         seen: set[str] = set()

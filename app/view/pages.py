@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
-from app.eval.records import CaseResult, Report, ReportSummary
-from app.eval.render import _VERDICT_MARK, bars, cost_text
+from app.eval.report.records import CaseResult, Report, ReportSummary
+from app.eval.report.render import _VERDICT_MARK, bars, cost_text
 from app.text import has_cjk
 from app.view.casedata import Extras, case_row, priced, run_info
 from app.view.diff import word_diff

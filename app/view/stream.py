@@ -1,15 +1,15 @@
 """A report file read case by case for the static export (``rag report html``).
 
-The reading is :mod:`app.eval.report_stream`'s (the one lean reader): the summary typed,
+The reading is :mod:`app.eval.report.stream`'s (the one lean reader): the summary typed,
 each case's JSON line (the runner's line layout, one line at a time) checked into a
-:class:`~app.eval.report_stream.LeanCase`, errors naming the file, line, case id and field.
+:class:`~app.eval.report.stream.LeanCase`, errors naming the file, line, case id and field.
 This module adds what the pages need beside the lean view — each case's JSON text as
 written (carried to the browser unchanged, no re-serialisation) and the few trace fields
 the table and the case page's extras use (:class:`TraceBits`) — and the report-wide rules
-:class:`~app.eval.records.Report` checks (unique ids, every sent text present).
+:class:`~app.eval.report.records.Report` checks (unique ids, every sent text present).
 
 A file in another layout (one line, indented) is read whole; schema version 1 through
-:func:`app.eval.report.load_report` (converted), its cases dumped.
+:func:`app.eval.report.io.load_report` (converted), its cases dumped.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 import msgspec
 
 from app.errors import ReportError
-from app.eval.records import ReportSummary
-from app.eval.report_stream import (
+from app.eval.report.records import ReportSummary
+from app.eval.report.stream import (
     LeanCase,
     NotLineLayout,
     decode_case,
@@ -129,7 +129,7 @@ def _whole(path: Path) -> StreamedReport:
     lean = load_lean(path)  # validated, any layout
     raws = _raw_cases(path) if lean.layout == "document" else None
     if raws is None or len(raws) != len(lean.cases):
-        from app.eval.report import load_report
+        from app.eval.report.io import load_report
 
         raws = [c.model_dump_json().encode("utf-8") for c in load_report(path).cases]
     seen: set[str] = set()

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from app.eval.dataset_check import check_paths
-from app.eval.dataset_editor import EditorState, make_server
+from app.eval.datasets.check import check_paths
+from app.eval.datasets.editor import EditorState, make_server
 from app.retrieval.kb import load_kb
 from tests.support.browser import browser, page  # noqa: F401  (pytest fixtures)
 
@@ -152,8 +152,8 @@ def test_edit_pick_validate_fix_save_in_a_real_browser(
 @pytest.fixture
 def mined(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     """The editor with the candidates `rag datasets mine` wrote from the shipped sample log."""
+    from app.eval.datasets.mining import mine, write_candidates
     from app.ops.logs import read_answer_log
-    from app.ops.mine import mine, write_candidates
 
     folder = _datasets(tmp_path)
     log = ROOT / "tests" / "data" / "answer_log" / "answers_sample.jsonl"

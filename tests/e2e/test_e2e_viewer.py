@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from app.eval.records import CaseResult, Report
+from app.eval.report.records import CaseResult, Report
 from tests.support import browser as browser_support
 
 browser = browser_support.browser  # pytest fixtures: a real headless Chromium
@@ -40,7 +40,7 @@ def _edit(case: CaseResult) -> CaseResult:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Report]]]:
     from app.eval.config import RunConfig
-    from app.eval.runner import run_sync
+    from app.eval.run.runner import run_sync
 
     folder = tmp_path_factory.mktemp("runs")
     reports: list[Report] = []
@@ -227,7 +227,7 @@ HOSTILE_ID = """x"'><script>window.__pwned = 3</script>#/%"""
 def test_a_hostile_case_in_the_static_export_shows_as_text_and_runs_nothing(
     page: Any, runs: tuple[Path, list[Report]], tmp_path: Path
 ) -> None:
-    from app.eval.report import report_json
+    from app.eval.report.io import report_json
     from app.generation.pipeline.trace import SENT_MESSAGE_LIMIT, SentMessage
 
     edited = runs[1][2]

@@ -1,7 +1,7 @@
 """The pytest front end of the evaluation harness (seed 004 §12.1).
 
 ``pytest tests/eval -m smoke|full|hard|adversarial`` runs the same engine as
-``rag eval run`` (:func:`app.eval.runner.run`) once per selected suite, writes the same
+``rag eval run`` (:func:`app.eval.run.runner.run`) once per selected suite, writes the same
 report (``reports/eval_<UTC>.json`` + ``.md``; ``RAG_EVAL_OUT`` redirects it), and turns
 it into one test per case plus one suite-level threshold test.
 
@@ -16,7 +16,7 @@ option                 environment              default
 ``--judge-samples``    ``RAG_EVAL_JUDGE_SAMPLES``  3
 =====================  =======================  ===========================
 
-What fails, and why — the report's one bad-case policy (:func:`app.eval.report.bad_cases`,
+What fails, and why — the report's one bad-case policy (:func:`app.eval.report.io.bad_cases`,
 ``report.bad_cases``), which this front end reads rather than re-derives:
 
 * **Always a failure, on every provider** — a red line (``acl_leak``), a
@@ -25,7 +25,7 @@ What fails, and why — the report's one bad-case policy (:func:`app.eval.report
   depend on how good the model is: an offline baseline that leaks restricted data or
   cannot be evaluated is as broken as a real model that does.
 * **Quality bars** — per case: any judge score below ``[bad_cases] judge_score_below``
-  of ``app/eval/thresholds.toml`` (3, seed 004 §12.3's bad case) or a refusal error; per suite: every threshold of ``app/eval/thresholds.toml``. With a real
+  of ``app/eval/scoring/thresholds.toml`` (3, seed 004 §12.3's bad case) or a refusal error; per suite: every threshold of ``app/eval/scoring/thresholds.toml``. With a real
   candidate model they fail the test. With the *offline* candidate (``offline:*``, what
   ``make test`` runs in CI) they are **reported, not failing**: the test is marked
   ``xfail`` with every metric in the reason, so the numbers stay visible in the run's
@@ -48,7 +48,7 @@ from typing import Any
 import pytest
 
 from app.eval.config import DEFAULT_JUDGE, DEFAULT_MODEL, RunConfig
-from app.eval.runner import RunOutcome, run_sync
+from app.eval.run.runner import RunOutcome, run_sync
 from app.llm.spec import parse_provider
 from app.paths import reports_dir
 

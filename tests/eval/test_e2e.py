@@ -20,10 +20,10 @@ import pytest
 
 from app.errors import DatasetError
 from app.eval.config import RunConfig
-from app.eval.datasets import load_suite
-from app.eval.records import CaseResult, Report
-from app.eval.report import load_report
-from app.eval.runner import RunOutcome
+from app.eval.datasets.case import load_suite
+from app.eval.report.io import load_report
+from app.eval.report.records import CaseResult, Report
+from app.eval.run.runner import RunOutcome
 from app.paths import PACKAGE_DIR
 
 TIMING = {"latency_s"}  # a measurement of the machine, not a score of the case

@@ -1,5 +1,5 @@
 """Typed synthetic reports for the tests of what reads a report (compare, gates, CI glue,
-HTML, the Langfuse export): a :class:`~app.eval.records.Report` built case by case, with the
+HTML, the Langfuse export): a :class:`~app.eval.report.records.Report` built case by case, with the
 summary and bad cases computed by the harness's own functions from those cases."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from app.eval.config import RunConfig
-from app.eval.metrics.base import Score
-from app.eval.records import (
+from app.eval.report.io import bad_cases, refusal_confusion
+from app.eval.report.records import (
     SCHEMA_VERSION,
     Breakdowns,
     CandidateInfo,
@@ -26,8 +26,8 @@ from app.eval.records import (
     ThresholdsRef,
     Totals,
 )
-from app.eval.report import bad_cases, refusal_confusion
-from app.eval.stats import describe
+from app.eval.scoring.base import Score
+from app.eval.stats.describe import describe
 
 RUN_ID = "20261130T190000Z-ab12cd"
 JUDGE_PROMPTS = {
@@ -149,7 +149,7 @@ def report(
             prompts={k: PromptRef.model_validate(v) for k, v in pr.items()},
             datasets=[DatasetRef.model_validate(d) for d in ds],
             thresholds=ThresholdsRef(
-                path="app/eval/thresholds.toml",
+                path="app/eval/scoring/thresholds.toml",
                 version="1.1",
                 sha256="sha256:" + "t" * 64,
                 suite=suite,

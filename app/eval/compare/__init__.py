@@ -1,7 +1,7 @@
 """Compare two evaluation reports: the metric delta table of seed 004 §4.2.
 
 ``compare_reports(base, new)`` pairs the cases of two typed reports
-(:class:`~app.eval.records.Report`, docs/interfaces.md §6) by id, and for every metric
+(:class:`~app.eval.report.records.Report`, docs/interfaces.md §6) by id, and for every metric
 computes the paired Δ, its significance and a verdict:
 
 * ✅ ``better`` — a significant change in the good direction;
@@ -18,16 +18,16 @@ dataset version/hash) are refused with :class:`~app.errors.ReportError` unless
 candidate or judge are labelled as offline-baseline numbers in the title.
 
 The package: :mod:`.rows` (pairing, statistics and the verdict rules; the tests themselves
-are :mod:`app.eval.stats_tests`), :mod:`.rulers` (what makes two reports incomparable, and
+are :mod:`app.eval.stats.significance`), :mod:`.rulers` (what makes two reports incomparable, and
 their labels), :mod:`.table` (the result records) and :mod:`.render` (markdown);
 :meth:`Comparison.to_markdown` and :meth:`Comparison.to_dict` are the two output formats
 (``rag eval compare --format``).
 
-The comparison reads a report's summary (:class:`~app.eval.records.ReportSummary`) and, of
+The comparison reads a report's summary (:class:`~app.eval.report.records.ReportSummary`) and, of
 each case, its id, tags, refused flag, answer and metric values (:class:`.rows.CaseView`):
-:func:`compare_reports` takes two loaded :class:`~app.eval.records.Report`,
+:func:`compare_reports` takes two loaded :class:`~app.eval.report.records.Report`,
 :func:`compare_views` a summary and case views each, and :func:`compare_files` reads the files
-with the lean reader (:func:`app.eval.report_stream.load_lean`: one line at a time, no trace,
+with the lean reader (:func:`app.eval.report.stream.load_lean`: one line at a time, no trace,
 no typed metric detail) — the same comparison as of the full typed reports (tested).
 """
 
@@ -37,8 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.errors import ReportError
-from app.eval import stats_tests
-from app.eval.answer_delta import answer_delta
+from app.eval.compare.answers import answer_delta
 from app.eval.compare.rows import (
     COST_GROUPS,
     REFUSAL_RATE,
@@ -57,7 +56,8 @@ from app.eval.compare.rows import (
 )
 from app.eval.compare.rulers import judge_desc, prompt_labels, ruler_differences
 from app.eval.compare.table import LABEL, SYMBOL, Comparison, MetricDelta, TagRegression, Verdict
-from app.eval.records import MetricInfo, Report, ReportSummary
+from app.eval.report.records import MetricInfo, Report, ReportSummary
+from app.eval.stats import significance
 
 __all__ = [
     "COST_GROUPS",
@@ -84,7 +84,7 @@ def compare_reports(
     base_name: str = "base",
     new_name: str = "new",
     allow_ruler_change: bool = False,
-    alpha: float = stats_tests.ALPHA,
+    alpha: float = significance.ALPHA,
 ) -> Comparison:
     """Compare two loaded reports (see the module docstring for the rules)."""
     return compare_views(
@@ -108,7 +108,7 @@ def compare_views(
     base_name: str = "base",
     new_name: str = "new",
     allow_ruler_change: bool = False,
-    alpha: float = stats_tests.ALPHA,
+    alpha: float = significance.ALPHA,
 ) -> Comparison:
     """Compare two reports given as summary + case views (ids unique within each)."""
     diffs = ruler_differences(base, new)
@@ -205,11 +205,11 @@ def _answers_view(summary: ReportSummary, cases: Sequence[CaseView]) -> dict[str
 
 
 def compare_files(
-    base: Path, new: Path, *, allow_ruler_change: bool = False, alpha: float = stats_tests.ALPHA
+    base: Path, new: Path, *, allow_ruler_change: bool = False, alpha: float = significance.ALPHA
 ) -> Comparison:
     """:func:`compare_views` of two report files read with the lean reader
-    (:func:`app.eval.report_stream.load_lean`); the same comparison as of the full reports."""
-    from app.eval.report_stream import CompareCase, load_lean
+    (:func:`app.eval.report.stream.load_lean`); the same comparison as of the full reports."""
+    from app.eval.report.stream import CompareCase, load_lean
 
     b = load_lean(base, CompareCase)
     n = load_lean(new, CompareCase)

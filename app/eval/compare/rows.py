@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import numpy as np
 
 from app.errors import ReportError
-from app.eval import stats_tests
 from app.eval.compare.render import fmt_ids, fmt_p
 from app.eval.compare.table import MetricDelta, TagRegression, Verdict
-from app.eval.records import MetricInfo
+from app.eval.report.records import MetricInfo
+from app.eval.stats import significance
 
 # Metrics where "up" needs a human even when it is not significant (seed 004 §4.2: 拒答率 ⚠️).
 REVIEW_WHEN_UP = ("refusal",)
@@ -42,8 +42,8 @@ class ScoreView(Protocol):
 
 
 class CaseView(Protocol):
-    """What a comparison reads of a case: a :class:`~app.eval.records.CaseResult` or the
-    lean :class:`~app.eval.report_stream.LeanCase`."""
+    """What a comparison reads of a case: a :class:`~app.eval.report.records.CaseResult` or the
+    lean :class:`~app.eval.report.stream.LeanCase`."""
 
     @property
     def id(self) -> str: ...
@@ -172,8 +172,8 @@ def tag_positions(
     }
 
 
-_mean = stats_tests.mean
-_std = stats_tests.sample_std
+_mean = significance.mean
+_std = significance.sample_std
 
 
 def missing_row(
@@ -207,9 +207,9 @@ def missing_row(
 
 def metric_cis(planned: Sequence[tuple[str, MetricInfo, MetricPairs]]) -> dict[str, CI]:
     """The paired bootstrap CI of every continuous metric, by metric name, drawn together
-    (:func:`app.eval.stats_tests.bootstrap_cis`: the CIs each metric's own draw gives)."""
+    (:func:`app.eval.stats.significance.bootstrap_cis`: the CIs each metric's own draw gives)."""
     continuous = [(m, mp) for m, spec, mp in planned if spec.scale != "binary" and len(mp)]
-    cis = stats_tests.bootstrap_cis([(mp.base, mp.new) for _, mp in continuous])
+    cis = significance.bootstrap_cis([(mp.base, mp.new) for _, mp in continuous])
     return {m: ci for (m, _), ci in zip(continuous, cis, strict=True)}
 
 
@@ -231,13 +231,13 @@ def metric_row(
     discordant: tuple[int, int] | None = None
     variance_p: float | None = None
     if spec.scale == "binary":
-        mc = stats_tests.mcnemar_exact(base_v, new_v)
+        mc = significance.mcnemar_exact(base_v, new_v)
         test, p, discordant = "mcnemar", mc.p_value, (mc.up, mc.down)
     else:
-        test, p = "wilcoxon", stats_tests.wilcoxon_p(base_v, new_v)
+        test, p = "wilcoxon", significance.wilcoxon_p(base_v, new_v)
         known = cis.get(metric) if cis is not None else None
-        ci = known if known is not None else stats_tests.bootstrap_ci(base_v, new_v)
-        variance_p = stats_tests.brown_forsythe_p(base_v, new_v)
+        ci = known if known is not None else significance.bootstrap_ci(base_v, new_v)
+        variance_p = significance.brown_forsythe_p(base_v, new_v)
     bstd, nstd = _std(base_v), _std(new_v)
     verdict, reasons, final = _verdict(metric, spec, metric_pairs, alpha, p, delta, nmean)
     if not final and variance_p is not None and variance_p < alpha and nstd > bstd:
@@ -338,9 +338,9 @@ def tag_regressions(
         if sign * delta >= -1e-12:
             continue
         if spec.scale == "binary":
-            p = stats_tests.mcnemar_exact(b, n).p_value
+            p = significance.mcnemar_exact(b, n).p_value
         else:
-            p = stats_tests.wilcoxon_p(b, n)
+            p = significance.wilcoxon_p(b, n)
         out.append(
             TagRegression(
                 tag=tag,

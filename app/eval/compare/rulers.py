@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.eval.records import PromptRef, ReportSummary
+from app.eval.report.records import PromptRef, ReportSummary
 
 
 def judge_name(report: ReportSummary) -> str:

@@ -7,8 +7,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from app.eval import stats_tests
-from app.eval.answer_delta import AnswerDelta
+from app.eval.compare.answers import AnswerDelta
+from app.eval.stats import significance
 
 Verdict = Literal["better", "within_noise", "review", "regression", "red_line", "no_data"]
 
@@ -87,8 +87,8 @@ class Comparison:
     tag_regressions: tuple[TagRegression, ...]
     notes: tuple[str, ...] = field(default=())
     answers: AnswerDelta | None = None  # answers changed k of N, offline-wording note
-    alpha: float = stats_tests.ALPHA
-    methods: str = stats_tests.METHODS
+    alpha: float = significance.ALPHA
+    methods: str = significance.METHODS
 
     @property
     def has_regression(self) -> bool:

@@ -12,8 +12,9 @@ The parts: :mod:`.generator` (the ``Pipeline``), :mod:`.config`, :mod:`.rewrite`
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from app.faces import face_attr
 
 __all__ = ["Answer", "Pipeline", "PipelineConfig", "Trace", "generate"]
 
@@ -27,7 +28,4 @@ _EXPORTS = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'app.generation.pipeline' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return face_attr(__name__, _EXPORTS, name)

@@ -149,7 +149,7 @@ class SummaryMemory:
 def offline_summary(summary: str, new_lines: str) -> str:
     """The deterministic offline summariser (a baseline, not a model): appends a clipped
     ``问 … / 答 …`` digest of the new pair to the running one-line summary. The offline
-    provider answers the ``summary/`` prompt with it (:mod:`app.generation.pipeline.offline`)."""
+    provider answers the ``summary/`` prompt with it (:mod:`app.baselines.replies`)."""
     parts = []
     for line in new_lines.splitlines():
         _, _, content = line.partition(": ")

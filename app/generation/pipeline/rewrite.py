@@ -16,7 +16,7 @@ Flow of :meth:`Rewriter.rewrite`:
    (``offline:extractive``) the provider answers the rewrite prompt with
    :func:`offline_rewrite`, a deterministic baseline (entity substitution from the
    candidate list, ellipsis completion from the last user turn; see
-   :mod:`app.generation.pipeline.offline`), so the offline run takes the same path.
+   :mod:`app.baselines.replies`), so the offline run takes the same path.
 5. **Cleanup** — 刚才/刚刚/之前/提到的 … are removed from the rewrite (seed §4.3) when the
    user did not write them in the question themselves.
 6. **Over-rewrite guard** (seed §4.1) — :func:`changed_ratio`: the share of the original's

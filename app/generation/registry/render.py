@@ -124,7 +124,7 @@ def render_spec(
     allow_unlisted: bool = False,
 ) -> RenderedPrompt:
     """``allow_unlisted``: render for a model outside ``APPLICABLE_MODELS`` instead of
-    refusing (``--allow-unlisted-model``; the run records it, see app.eval.runner)."""
+    refusing (``--allow-unlisted-model``; the run records it, see app.eval.run.runner)."""
     ref = parse_model(model)
     if not allow_unlisted and not model_allowed(spec, ref):
         raise PromptError(

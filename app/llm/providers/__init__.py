@@ -32,8 +32,8 @@ Factory = Callable[[ProviderSpec], Provider]
 _TABLE: dict[str, str | Factory] = {
     "anthropic": "app.llm.providers.anthropic:AnthropicProvider",
     "openai": "app.llm.providers.openai:OpenAIProvider",
-    "offline:extractive": "app.llm.providers.offline_extractive:ExtractiveProvider",
-    "offline:reference-judge": "app.llm.providers.offline_judge:ReferenceJudgeProvider",
+    "offline:extractive": "app.baselines.extractive:ExtractiveProvider",
+    "offline:reference-judge": "app.baselines.reference_judge:ReferenceJudgeProvider",
 }
 
 

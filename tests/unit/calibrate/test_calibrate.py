@@ -13,7 +13,7 @@ from scipy import stats
 
 from app.cli.judge import cli
 from app.errors import DatasetError
-from app.eval.calibrate import (
+from app.eval.scoring.calibrate import (
     ScoredRow,
     agreement,
     calibrate,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.eval.records import MetricInfo, Report
+from app.eval.report.records import MetricInfo, Report
 from tests.support import reports as r
 
 JUDGE_PROMPTS = r.JUDGE_PROMPTS

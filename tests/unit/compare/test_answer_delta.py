@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from app.eval.compare import compare_reports
-from app.eval.records import Report
+from app.eval.report.records import Report
 from tests.unit.compare.conftest import build_report
 
 

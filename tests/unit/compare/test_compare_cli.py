@@ -52,7 +52,7 @@ def test_json_format(make_report, write_report, tmp_path) -> None:  # type: igno
     assert data == json.loads(res.output)
     faith = next(r for r in data["rows"] if r["metric"] == "faithfulness")
     assert faith["verdict"] == "better" and faith["symbol"] == "✅"
-    # scipy is the reference; app/eval/stats_dist.py computes the same to rounding
+    # scipy is the reference; app/eval/stats/distributions.py computes the same to rounding
     assert faith["p_value"] == pytest.approx(stats.wilcoxon(new, base).pvalue, rel=1e-12)
     assert data["has_regression"] is False and data["paired"] == 40
 

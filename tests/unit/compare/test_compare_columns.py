@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from app.errors import ReportError
-from app.eval import stats_dist, stats_tests
 from app.eval.compare import compare_reports, compare_views
 from app.eval.compare.rows import metric_columns, tag_positions
+from app.eval.stats import distributions, significance
 from tests.unit.compare.conftest import build_report
 
 # ---------------------------------------------------------------- the plain loops
@@ -60,7 +60,7 @@ def ref_levene(dev_b: Sequence[float], dev_n: Sequence[float]) -> float:
     dvar = sum(sum([(v - z) ** 2 for v in g]) for g, z in zip(groups, zbar_i, strict=True))
     if dvar == 0.0:
         return math.nan
-    return stats_dist.f_sf_1(numer / dvar, total - 2)
+    return distributions.f_sf_1(numer / dvar, total - 2)
 
 
 def ref_brown_forsythe(base: Sequence[float], new: Sequence[float]) -> float:
@@ -102,7 +102,7 @@ def ref_wilcoxon_asymptotic(base: Sequence[float], new: Sequence[float]) -> floa
     c = float(len(nonzero))
     mn = c * (c + 1.0) * 0.25
     se = math.sqrt((c * (c + 1.0) * (2.0 * c + 1.0) - tie_correct / 2) / 24)
-    return stats_dist.normal_two_sided_p((r_plus - mn) / se)
+    return distributions.normal_two_sided_p((r_plus - mn) / se)
 
 
 def ref_mcnemar(base: Sequence[float], new: Sequence[float]) -> tuple[int, int]:
@@ -142,22 +142,22 @@ def test_means_and_spreads_are_the_loops_floats(seed: int, n: int, kind: str) ->
     base, new = samples(seed, n, kind)
     for values in (base, new):
         arr = np.asarray(values)
-        assert stats_tests.mean(arr) == ref_mean(values)
-        assert stats_tests.sample_std(arr) == ref_std(values)
-        assert stats_tests.sample_std(values) == ref_std(values)
+        assert significance.mean(arr) == ref_mean(values)
+        assert significance.sample_std(arr) == ref_std(values)
+        assert significance.sample_std(values) == ref_std(values)
         center = ref_mean(values)
-        assert stats_dist.sum_sq_dev(arr, center) == sum([(v - center) ** 2 for v in values])
+        assert distributions.sum_sq_dev(arr, center) == sum([(v - center) ** 2 for v in values])
     ref = ref_brown_forsythe(base, new)
-    assert same(stats_tests.brown_forsythe_p(np.asarray(base), np.asarray(new)), ref)
-    assert same(stats_tests.brown_forsythe_p(base, new), ref)
+    assert same(significance.brown_forsythe_p(np.asarray(base), np.asarray(new)), ref)
+    assert same(significance.brown_forsythe_p(base, new), ref)
 
 
 @pytest.mark.parametrize(("seed", "n", "kind"), [s for s in SAMPLES if s[1] > 50])
 def test_wilcoxon_by_columns_is_the_ranked_loop(seed: int, n: int, kind: str) -> None:
     base, new = samples(seed, n, kind)
-    got = stats_tests.wilcoxon_p(np.asarray(base), np.asarray(new))
+    got = significance.wilcoxon_p(np.asarray(base), np.asarray(new))
     assert same(got, ref_wilcoxon_asymptotic(base, new))
-    assert same(stats_tests.wilcoxon_p(base, new), got)  # a list or an array: the same p
+    assert same(significance.wilcoxon_p(base, new), got)  # a list or an array: the same p
 
 
 @pytest.mark.parametrize("n", [2, 13, 50, 51, 4000])
@@ -166,10 +166,10 @@ def test_mcnemar_counts_are_the_pair_counts(n: int) -> None:
     base = rng.integers(0, 2, size=n).astype(float)
     new = np.where(rng.random(n) < 0.2, 1.0 - base, base)
     new[0] = -0.0 if new[0] == 0 else new[0]  # -0.0 is a 0, as in the pair counts
-    got = stats_tests.mcnemar_exact(base, new)
+    got = significance.mcnemar_exact(base, new)
     assert (got.up, got.down) == ref_mcnemar(base.tolist(), new.tolist())
     with pytest.raises(ValueError, match=r"0/1 values, got 0\.5"):
-        stats_tests.mcnemar_exact(np.append(base, 0.5), np.append(new, 1.0))
+        significance.mcnemar_exact(np.append(base, 0.5), np.append(new, 1.0))
 
 
 # ---------------------------------------------------------------- the table's columns

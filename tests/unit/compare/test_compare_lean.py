@@ -1,4 +1,4 @@
-"""`rag eval compare` reads the files with the lean reader (app/eval/report_stream.py): the
+"""`rag eval compare` reads the files with the lean reader (app/eval/report/stream.py): the
 comparison is the one of the full typed reports, for every layout (issue 14)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from app.eval.compare import compare_files, compare_reports
-from app.eval.records import ReportSummary
-from app.eval.report import load_report, report_chunks
+from app.eval.report.io import load_report, report_chunks
+from app.eval.report.records import ReportSummary
 
 
 @pytest.fixture(scope="module")

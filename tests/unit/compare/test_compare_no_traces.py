@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from app.cli.eval import cli
 from app.eval.compare import compare_files, compare_reports
-from app.eval.report import load_report
+from app.eval.report.io import load_report
 
 
 def _run_smoke(out: Path) -> Path:

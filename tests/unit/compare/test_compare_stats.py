@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from app.errors import ReportError
-from app.eval import stats_tests
 from app.eval.compare import compare_reports
+from app.eval.stats import significance
 
 N = 40
 
@@ -95,8 +95,8 @@ def test_pure_variance_change_is_flagged_with_unchanged_mean(make_report) -> Non
 def test_bootstrap_ci_agrees_with_scipy_percentile_bootstrap(make_report) -> None:  # type: ignore[no-untyped-def]
     base = judge_scores(7)
     new = shifted(base, 0.3, 8)
-    lo, hi = stats_tests.bootstrap_ci(base, new)
-    assert (lo, hi) == stats_tests.bootstrap_ci(base, new)  # seeded: reproducible
+    lo, hi = significance.bootstrap_ci(base, new)
+    assert (lo, hi) == significance.bootstrap_ci(base, new)  # seeded: reproducible
     ref = stats.bootstrap(
         (np.array(new) - np.array(base),),
         np.mean,
@@ -288,14 +288,14 @@ def test_refusal_rate_is_derived_from_refused_flags(make_report) -> None:  # typ
 
 def test_degenerate_samples_give_defined_p_values_without_warnings() -> None:
     same = [3.0] * 10
-    assert stats_tests.wilcoxon_p(same, same) == 1.0
-    assert stats_tests.brown_forsythe_p(same, same) == 1.0
-    assert stats_tests.brown_forsythe_p([3.0] * 10, [2.0, 4.0] * 5) == 0.0  # spread from none
-    assert stats_tests.mcnemar_exact([0, 1], [0, 1]).p_value == 1.0
+    assert significance.wilcoxon_p(same, same) == 1.0
+    assert significance.brown_forsythe_p(same, same) == 1.0
+    assert significance.brown_forsythe_p([3.0] * 10, [2.0, 4.0] * 5) == 0.0  # spread from none
+    assert significance.mcnemar_exact([0, 1], [0, 1]).p_value == 1.0
     with pytest.raises(ValueError, match="0/1"):
-        stats_tests.mcnemar_exact([0.5], [1])
+        significance.mcnemar_exact([0.5], [1])
     with pytest.raises(ValueError, match="length"):
-        stats_tests.wilcoxon_p([1.0], [1.0, 2.0])
+        significance.wilcoxon_p([1.0], [1.0, 2.0])
 
 
 def test_scipy_is_imported_lazily() -> None:

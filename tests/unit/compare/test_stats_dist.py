@@ -1,4 +1,4 @@
-"""The scipy-free paired tests (app/eval/stats_dist.py) give scipy's p-values: the reference
+"""The scipy-free paired tests (app/eval/stats/distributions.py) give scipy's p-values: the reference
 is scipy.stats itself, on random, tied, zero-heavy and lopsided samples."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from scipy import special
 from scipy import stats as sps
 
-from app.eval import stats_dist, stats_tests
+from app.eval.stats import distributions, significance
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -47,8 +47,8 @@ CASES = [
 def test_wilcoxon_is_scipys(seed: int, n: int, kind: str) -> None:
     base, new = _samples(seed, n, kind)
     ref = float(sps.wilcoxon(new, base, zero_method="wilcox", alternative="two-sided").pvalue)
-    got = stats_tests.wilcoxon_p(base, new)
-    assert n > stats_dist.WILCOXON_EXACT_MAX
+    got = significance.wilcoxon_p(base, new)
+    assert n > distributions.WILCOXON_EXACT_MAX
     assert got == pytest.approx(ref, rel=1e-9, abs=1e-300), (kind, got, ref)
 
 
@@ -56,7 +56,7 @@ def test_wilcoxon_is_scipys(seed: int, n: int, kind: str) -> None:
 def test_brown_forsythe_is_scipys(seed: int, n: int, kind: str) -> None:
     base, new = _samples(seed, n, kind)
     ref = float(sps.levene(base, new, center="median").pvalue)
-    got = stats_tests.brown_forsythe_p(base, new)
+    got = significance.brown_forsythe_p(base, new)
     assert got == pytest.approx(ref, rel=1e-9, abs=1e-300), (kind, got, ref)
 
 
@@ -66,7 +66,7 @@ def test_brown_forsythe_unequal_sizes_and_tiny_p() -> None:
     new = rng.normal(0, 4, size=701).tolist()
     ref = float(sps.levene(base, new, center="median").pvalue)
     assert ref < 1e-30  # deep in the tail: relative accuracy still holds
-    assert stats_dist.levene_median_p(base, new) == pytest.approx(ref, rel=1e-8)
+    assert distributions.levene_median_p(base, new) == pytest.approx(ref, rel=1e-8)
 
 
 @pytest.mark.parametrize(
@@ -74,21 +74,21 @@ def test_brown_forsythe_unequal_sizes_and_tiny_p() -> None:
 )
 def test_binomial_two_sided_is_scipys(k: int, n: int) -> None:
     ref = float(sps.binomtest(k, n, 0.5, alternative="two-sided").pvalue)
-    assert stats_dist.binom_two_sided_half(k, n) == pytest.approx(ref, rel=1e-10, abs=1e-300)
+    assert distributions.binom_two_sided_half(k, n) == pytest.approx(ref, rel=1e-10, abs=1e-300)
 
 
 @pytest.mark.parametrize("a", [0.5, 1.0, 3.5, 40.0, 2_500.0, 9_999.0])
 @pytest.mark.parametrize("x", [1e-6, 0.01, 0.3, 0.5, 0.9, 0.999, 0.999_99])
 def test_betainc_is_scipys(a: float, x: float) -> None:
     ref = float(special.betainc(a, 0.5, x))
-    got = stats_dist.betainc(a, 0.5, x)
+    got = distributions.betainc(a, 0.5, x)
     assert got == pytest.approx(ref, rel=1e-9, abs=1e-300)
 
 
 def test_normal_tail_is_scipys() -> None:
     for z in [0.0, 0.3, -0.99, 1.0, 2.5, -7.0, 20.0, 37.0]:
         ref = 2 * float(special.ndtr(-abs(z)))
-        assert stats_dist.normal_two_sided_p(z) == pytest.approx(ref, rel=1e-13, abs=1e-300)
+        assert distributions.normal_two_sided_p(z) == pytest.approx(ref, rel=1e-13, abs=1e-300)
 
 
 SMALL = [
@@ -106,8 +106,8 @@ def test_small_samples_exact_and_permutation_are_scipys(seed: int, n: int, kind:
     if all(b == x for b, x in zip(base, new, strict=True)):
         new[0] += 1.0  # at least one difference
     ref = float(sps.wilcoxon(new, base, zero_method="wilcox", alternative="two-sided").pvalue)
-    assert stats_dist.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12), (kind, n)
-    assert stats_tests.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12)
+    assert distributions.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12), (kind, n)
+    assert significance.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12)
 
 
 @pytest.mark.parametrize("n", [3, 8, 13, 20, 50])
@@ -117,7 +117,7 @@ def test_tied_and_untied_handpicked(n: int) -> None:
     tied = [b + (1.0 if i % 3 else -2.0) if i % 4 else b for i, b in enumerate(base)]
     for new in (untied, tied):
         ref = float(sps.wilcoxon(new, base, zero_method="wilcox").pvalue)
-        assert stats_dist.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12)
+        assert distributions.wilcoxon_p(base, new) == pytest.approx(ref, rel=1e-12)
 
 
 def test_compare_imports_no_scipy_stats(tmp_path: Path) -> None:
@@ -125,12 +125,12 @@ def test_compare_imports_no_scipy_stats(tmp_path: Path) -> None:
     import scipy.stats (≈ 1 s and 70 MB per process)."""
     script = (
         "import sys\n"
-        "from app.eval import stats_tests\n"
+        "from app.eval.stats import significance\n"
         "b = [float(i % 5) for i in range(40)]\n"
         "n = [x + (i % 3) - 1 for i, x in enumerate(b)]\n"
-        "stats_tests.wilcoxon_p(b, n); stats_tests.wilcoxon_p(b[:9], n[:9])\n"
-        "stats_tests.brown_forsythe_p(b, n); stats_tests.mcnemar_exact([0, 1, 1], [1, 1, 0])\n"
-        "stats_tests.bootstrap_ci(b, n)\n"
+        "significance.wilcoxon_p(b, n); significance.wilcoxon_p(b[:9], n[:9])\n"
+        "significance.brown_forsythe_p(b, n); significance.mcnemar_exact([0, 1, 1], [1, 1, 0])\n"
+        "significance.bootstrap_ci(b, n)\n"
         "print(any(m.startswith('scipy') for m in sys.modules))\n"
     )
     out = subprocess.run(
@@ -140,5 +140,5 @@ def test_compare_imports_no_scipy_stats(tmp_path: Path) -> None:
 
 
 def test_no_nonzero_difference() -> None:
-    assert math.isnan(stats_dist.wilcoxon_asymptotic_p([1.0] * 60, [1.0] * 60))
-    assert stats_tests.wilcoxon_p([1.0] * 60, [1.0] * 60) == 1.0
+    assert math.isnan(distributions.wilcoxon_asymptotic_p([1.0] * 60, [1.0] * 60))
+    assert significance.wilcoxon_p([1.0] * 60, [1.0] * 60) == 1.0

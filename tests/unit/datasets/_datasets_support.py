@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from app.eval.dataset_check import CheckResult, check_paths
+from app.eval.datasets.check import CheckResult, check_paths
 from app.retrieval.kb import KnowledgeBase, load_kb
 
 ROOT = Path(__file__).resolve().parents[3]

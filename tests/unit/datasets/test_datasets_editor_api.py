@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from _datasets_support import DATASETS, KB_ROOT, kb, line, valid_case
 
-from app.eval.dataset_editor import EditorState, make_server
+from app.eval.datasets.editor import EditorState, make_server
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from _datasets_support import DATASETS, KB_ROOT, SCHEMA, check, line, valid_case
 
 from app.cli import main
 from app.errors import DatasetError
-from app.eval.dataset_check import check_paths
+from app.eval.datasets.check import check_paths
 
 BAD_JSON = '{"id": "t-002", "question": "年假几天？", "acl": ["employee"],}'
 BAD_COLUMN = BAD_JSON.index(",}") + 2  # the "}" after the trailing comma, 1-based

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _datasets_support import check, line, valid_case
 
-from app.eval.metrics.base import contains
+from app.eval.scoring.base import contains
 
 ABOUT = "sample:company/about.md#1"
 

@@ -1,4 +1,4 @@
-"""app.eval.datasets: loading suites the way the harness does."""
+"""app.eval.datasets.case: loading suites the way the harness does."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from _datasets_support import line, valid_case
 
 from app.errors import DatasetError
-from app.eval.datasets import load_dataset_file, load_suite, parse_file_name
+from app.eval.datasets.case import load_dataset_file, load_suite, parse_file_name
 
 
 def test_parse_file_name() -> None:

@@ -12,9 +12,9 @@ from _datasets_support import check, line, valid_case
 
 from app.cli import main
 from app.errors import DatasetError
-from app.eval.dataset_check import check_paths
-from app.eval.dataset_messages import resolve_lang
-from app.eval.datasets import load_dataset_file
+from app.eval.datasets.case import load_dataset_file
+from app.eval.datasets.check import check_paths
+from app.eval.datasets.messages import resolve_lang
 
 
 def comma_line() -> tuple[str, int]:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.errors import DatasetError
-from app.eval.datasets import load_dataset_file
+from app.eval.datasets.case import load_dataset_file
 from app.limits import case_problems
 
 VALID = [

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from app.eval.config import RunConfig
-from app.eval.datasets import Suite, load_dataset_file
-from app.eval.runner import load_run_dataset
+from app.eval.datasets.case import Suite, load_dataset_file
+from app.eval.run.runner import load_run_dataset
 from app.paths import datasets_dir
 
 

@@ -1,6 +1,6 @@
 """case.schema.json (for editors) and the pydantic Case model (the rules) list the same fields.
 
-The rules live only on :class:`app.eval.datasets.Case`: the checker validates with it and
+The rules live only on :class:`app.eval.datasets.case.Case`: the checker validates with it and
 translates its errors, so "check and loader agree" holds by construction (see
 test_datasets_property). What is left to guard here is the editor-facing schema.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 from _datasets_support import DATASETS, schema
 
-from app.eval.datasets import CASE_FIELDS, Case, iter_lines
+from app.eval.datasets.case import CASE_FIELDS, Case, iter_lines
 
 
 def test_schema_and_model_list_the_same_fields() -> None:

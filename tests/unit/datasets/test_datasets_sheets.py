@@ -10,8 +10,8 @@ import pytest
 from _datasets_support import DATASETS, kb, valid_case
 
 from app.cli import main
-from app.eval.dataset_sheets import COLUMNS, export_rows, read_sheet, rows_to_jsonl, write_sheet
-from app.eval.datasets import Suite, load_dataset_file, load_suite
+from app.eval.datasets.case import Suite, load_dataset_file, load_suite
+from app.eval.datasets.sheets import COLUMNS, export_rows, read_sheet, rows_to_jsonl, write_sheet
 
 SHIPPED = ["smoke", "full", "hard", "adversarial"]
 

@@ -8,8 +8,8 @@ import pytest
 from _datasets_support import DATASETS, kb
 
 from app.cli import main
-from app.eval.dataset_check import check_paths
-from app.eval.datasets import Suite, load_all_suites, load_suite
+from app.eval.datasets.case import Suite, load_all_suites, load_suite
+from app.eval.datasets.check import check_paths
 from app.retrieval.kb import can_read
 
 

@@ -14,9 +14,9 @@ from _datasets_support import DATASETS, KB_ROOT, check, line, valid_case
 
 from app.cli import main
 from app.errors import DatasetError
-from app.eval.dataset_check import check_paths
-from app.eval.dataset_versions import CHANGELOG_STUB, new_version
-from app.eval.datasets import load_suite
+from app.eval.datasets.case import load_suite
+from app.eval.datasets.check import check_paths
+from app.eval.datasets.versions import CHANGELOG_STUB, new_version
 
 
 def write(path: Path, *cases: dict[str, object]) -> Path:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from app.eval.report import bad_cases
+from app.eval.report.io import bad_cases
 from tests.support.reports import case, info, score
 
 METRICS = {

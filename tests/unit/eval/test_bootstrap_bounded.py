@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from app.eval import stats, stats_tests
+from app.eval.stats import describe, significance
 
 
 def _one_matrix_ci(diffs: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
@@ -35,25 +35,25 @@ def _continuous(n: int, seed: int) -> tuple[list[float], list[float]]:
 def test_chunked_draws_equal_one_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
     base, new = _continuous(501, seed=3)  # > 64 distinct differences: index resampling
     diffs = np.asarray(new) - np.asarray(base)
-    assert len(np.unique(diffs)) > stats.MULTINOMIAL_MAX_LEVELS
+    assert len(np.unique(diffs)) > describe.MULTINOMIAL_MAX_LEVELS
     # 3 resample rows per chunk: 667 chunks, the last one short
-    monkeypatch.setattr(stats, "BOOTSTRAP_CHUNK_CELLS", 3 * 501 + 7)
-    got = stats_tests.bootstrap_ci(base, new, resamples=2000, seed=11)
+    monkeypatch.setattr(describe, "BOOTSTRAP_CHUNK_CELLS", 3 * 501 + 7)
+    got = significance.bootstrap_ci(base, new, resamples=2000, seed=11)
     assert got == _one_matrix_ci(diffs, 2000, 11)
 
 
 def test_cis_drawn_together_are_each_samples_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """compare draws the CIs of all metrics at once (indices shared per sample size): each
     CI is the one its own call gives, for index- and level-resampled samples alike."""
-    monkeypatch.setattr(stats, "BOOTSTRAP_CHUNK_CELLS", 7 * 400)
+    monkeypatch.setattr(describe, "BOOTSTRAP_CHUNK_CELLS", 7 * 400)
     samples = [_continuous(400, 1), _paired(400, 2), _continuous(400, 3), _continuous(250, 4)]
     samples.append(([1.0] * 400, [1.0] * 400))  # an unchanged metric: (0, 0)
-    together = stats_tests.bootstrap_cis(samples)
-    assert together == [stats_tests.bootstrap_ci(b, n) for b, n in samples]
+    together = significance.bootstrap_cis(samples)
+    assert together == [significance.bootstrap_ci(b, n) for b, n in samples]
     assert together[-1] == (0.0, 0.0)
     for (b, n), ci in zip(samples[:4], together[:4], strict=True):
         diffs = np.asarray(n) - np.asarray(b)
-        if len(np.unique(diffs)) > stats.MULTINOMIAL_MAX_LEVELS:
+        if len(np.unique(diffs)) > describe.MULTINOMIAL_MAX_LEVELS:
             assert ci == _one_matrix_ci(diffs, 2000, 0)
 
 
@@ -62,8 +62,8 @@ def test_paired_level_ci_agrees_with_scipy() -> None:
     with scipy.stats.bootstrap (percentile) within 4 Monte-Carlo standard errors."""
     base, new = _paired(3000, seed=5)
     diffs = np.asarray(new) - np.asarray(base)
-    assert len(np.unique(diffs)) <= stats.MULTINOMIAL_MAX_LEVELS
-    lo, hi = stats_tests.bootstrap_ci(base, new)
+    assert len(np.unique(diffs)) <= describe.MULTINOMIAL_MAX_LEVELS
+    lo, hi = significance.bootstrap_ci(base, new)
     ref = sps.bootstrap(
         (diffs,),
         np.mean,
@@ -80,14 +80,14 @@ def test_paired_level_ci_agrees_with_scipy() -> None:
 
 def test_memory_is_bounded() -> None:
     # 2000 resamples of 10,000 values: one matrix would be 160 MB of indices
-    rows = stats.BOOTSTRAP_CHUNK_CELLS // 10_000
+    rows = describe.BOOTSTRAP_CHUNK_CELLS // 10_000
     assert rows * 10_000 * 8 <= 16 * 2**20 < 2000 * 10_000 * 8
 
 
 def test_ci_agrees_with_scipy_within_monte_carlo_error() -> None:
     base, new = _continuous(400, seed=7)
     diffs = np.asarray(new) - np.asarray(base)
-    lo, hi = stats_tests.bootstrap_ci(base, new, resamples=2000, seed=0)
+    lo, hi = significance.bootstrap_ci(base, new, resamples=2000, seed=0)
     ref = sps.bootstrap(
         (diffs,),
         np.mean,
@@ -109,9 +109,9 @@ def test_ci_agrees_with_scipy_within_monte_carlo_error() -> None:
 
 def test_report_ci_chunked_equals_one_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
     values = np.random.default_rng(1).random(333).tolist()
-    before = stats.bootstrap_ci(values, seed=9)
-    monkeypatch.setattr(stats, "BOOTSTRAP_CHUNK_CELLS", 333 * 5)
-    assert stats.bootstrap_ci(values, seed=9) == before
+    before = describe.bootstrap_ci(values, seed=9)
+    monkeypatch.setattr(describe, "BOOTSTRAP_CHUNK_CELLS", 333 * 5)
+    assert describe.bootstrap_ci(values, seed=9) == before
     rng = np.random.default_rng(9)
     idx = rng.integers(0, 333, size=(2000, 333))
     ref = np.quantile(np.asarray(values)[idx].mean(axis=1), [0.025, 0.975])
@@ -129,8 +129,8 @@ def test_level_bootstrap_ci_agrees_with_scipy(kind: str, values: np.ndarray) -> 
     """Few distinct levels: means drawn from multinomial level counts (issue 14: 10,000
     cases × 14 metrics took ≈ 5 s by index resampling). Reference: scipy.stats.bootstrap,
     percentile method, within 4 Monte-Carlo standard errors (as for the paired CI)."""
-    assert len(np.unique(values)) <= stats.MULTINOMIAL_MAX_LEVELS
-    lo, hi = stats.bootstrap_ci(values.tolist(), seed=3)
+    assert len(np.unique(values)) <= describe.MULTINOMIAL_MAX_LEVELS
+    lo, hi = describe.bootstrap_ci(values.tolist(), seed=3)
     ref = sps.bootstrap(
         (values,),
         np.mean,
@@ -143,7 +143,7 @@ def test_level_bootstrap_ci_agrees_with_scipy(kind: str, values: np.ndarray) -> 
     se = math.sqrt(0.025 * 0.975 / 2000) / 0.05844 * sd_boot  # scipy's own SE is smaller
     assert abs(lo - ref.low) < 4 * se and abs(hi - ref.high) < 4 * se, (kind, lo, hi, ref)
     assert lo < float(values.mean()) < hi
-    assert stats.bootstrap_ci(values.tolist(), seed=3) == [lo, hi]  # seeded
+    assert describe.bootstrap_ci(values.tolist(), seed=3) == [lo, hi]  # seeded
 
 
 def test_level_bootstrap_means_have_the_index_bootstraps_distribution() -> None:
@@ -151,8 +151,8 @@ def test_level_bootstrap_means_have_the_index_bootstraps_distribution() -> None:
     means' mean and spread agree (20,000 resamples each; SE of the sd ≈ sd / sqrt(2B))."""
     values = np.random.default_rng(8).integers(1, 6, size=700).astype(float)
     levels, counts = np.unique(values, return_counts=True)
-    by_level = stats.level_bootstrap_means(levels, counts, resamples=20_000, seed=1)
-    by_index = stats.bootstrap_means(values, resamples=20_000, seed=2)
+    by_level = describe.level_bootstrap_means(levels, counts, resamples=20_000, seed=1)
+    by_index = describe.bootstrap_means(values, resamples=20_000, seed=2)
     sd = float(values.std(ddof=0)) / math.sqrt(len(values))  # the bootstrap's exact sd
     for means in (by_level, by_index):
         assert abs(float(means.mean()) - float(values.mean())) < 4 * sd / math.sqrt(20_000)

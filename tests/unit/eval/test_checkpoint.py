@@ -12,9 +12,9 @@ import pytest
 from pydantic import BaseModel
 
 from app.errors import ConfigError, ReportError
-from app.eval.checkpoint import Checkpoint, _case_json
-from app.eval.metrics.base import Score
-from app.eval.records import CaseResult
+from app.eval.report.records import CaseResult
+from app.eval.run.checkpoint import Checkpoint, _case_json
+from app.eval.scoring.base import Score
 from app.generation.pipeline.trace import RetrievedChunk, RewriteTrace, Trace
 from tests.support import reports as r
 
@@ -186,7 +186,7 @@ def test_every_read_of_the_checkpoint_sees_its_own_grouped_cases(tmp_path: Path)
 def test_a_group_is_committed_after_at_most_group_max_s(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.eval import checkpoint
+    from app.eval.run import checkpoint
 
     cp = Checkpoint.create("20261130T190000Z-ab12cd", {"suite": "smoke"}, tmp_path)
     cp.commit_every = 100

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.cli import main
-from app.eval.baseline import check_header_baselines, record_baseline
+from app.eval.report.baseline import check_header_baselines, record_baseline
 from app.generation.registry.header import Baseline
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 import pytest
 
 from app.cli.eval import gate_exit_code
-from app.eval.records import Report
+from app.eval.report.records import Report
 from tests.support import reports as r
 
 V = Literal["pass", "fail", "no_data"]

@@ -10,9 +10,9 @@ import pytest
 from app.cli.eval import gate_exit_code
 from app.errors import ProviderError
 from app.eval.config import RunConfig
-from app.eval.render import render_markdown
-from app.eval.runner import run_sync
-from app.eval.thresholds import load_thresholds, verdicts
+from app.eval.report.render import render_markdown
+from app.eval.run.runner import run_sync
+from app.eval.scoring.thresholds import load_thresholds, verdicts
 from app.llm.engine import Engine, EngineConfig
 from app.llm.types import ChatRequest, Completion
 

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from app.eval.judges import gather
+from app.eval.scoring.judges import gather
 
 
 async def _where(value: int) -> tuple[int, asyncio.Task[object] | None]:

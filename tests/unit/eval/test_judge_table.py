@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from app.baselines.reference_judge import RULES
 from app.cli import main
 from app.errors import ConfigError, DatasetError
-from app.eval.calibrate import load_labels
-from app.eval.judge_table import JudgeInput, judge_metric, judge_table, unregister
-from app.eval.runner import RunConfig, run, run_sync
+from app.eval.run.runner import RunConfig, run, run_sync
+from app.eval.scoring.calibrate import load_labels
+from app.eval.scoring.judge_table import JudgeInput, judge_metric, judge_table, unregister
 from app.generation.registry import load_registry
-from app.llm.providers.offline_judge import RULES
 from app.paths import PACKAGE_DIR
 from tests.support.recording_engine import RecordingEngine as Recording
 

@@ -9,8 +9,8 @@ from typing import ClassVar
 import pytest
 
 from app.errors import ConfigError, JudgeParseError
-from app.eval.judge_table import JudgeInput, judge_table
-from app.eval.judges import (
+from app.eval.scoring.judge_table import JudgeInput, judge_table
+from app.eval.scoring.judges import (
     JudgeConfig,
     check_judge,
     deterministic,

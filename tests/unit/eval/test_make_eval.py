@@ -39,7 +39,7 @@ def test_make_eval_exits_0_on_the_shipped_smoke_suite(tmp_path: Path) -> None:
     # the offline baseline misses quality thresholds (a sentence-picker is not a model) …
     reports = list(tmp_path.glob("eval_*.json"))
     assert len(reports) == 1
-    from app.eval.report import load_report
+    from app.eval.report.io import load_report
 
     report = load_report(reports[0])
     assert not report.partial and report.totals.cases_done == report.totals.cases_planned
@@ -67,7 +67,7 @@ def test_make_eval_exits_1_when_a_chunk_leaks(
     assert code == 1, out
     assert "red lines (acl_leak): FAIL acl_leak" in out
     assert "status: FAIL (gate red-lines" in out
-    from app.eval.report import load_report
+    from app.eval.report.io import load_report
 
     (path,) = tmp_path.glob("eval_*.json")
     report = load_report(path)

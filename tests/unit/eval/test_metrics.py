@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from app.eval.datasets import Case
-from app.eval.metrics import MetricContext, Observation, Score, score_case, specs
-from app.eval.metrics.base import contains, normalise
-from app.eval.metrics.generation import rewrite_matches
-from app.eval.report import refusal_confusion
+from app.eval.datasets.case import Case
+from app.eval.report.io import refusal_confusion
+from app.eval.scoring import MetricContext, Observation, Score, score_case, specs
+from app.eval.scoring.base import contains, normalise
+from app.eval.scoring.generation import rewrite_matches
 
 ACL = {
     "sample:hr/a.md#0": ("employee",),

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.eval.observe import PipelineFactory
-from app.eval.runner import RunConfig, run, run_sync
+from app.eval.run.observe import PipelineFactory
+from app.eval.run.runner import RunConfig, run, run_sync
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.fixtures import (  # noqa: F401
     fake_llm_server,

@@ -4,9 +4,9 @@ score_case, red lines)."""
 
 from __future__ import annotations
 
-from app.eval.datasets import Case
-from app.eval.metrics.base import MetricContext, Observation, Score
-from app.eval.metrics.registry import (
+from app.eval.datasets.case import Case
+from app.eval.scoring.base import MetricContext, Observation, Score
+from app.eval.scoring.registry import (
     REGISTRY,
     forget,
     metric,

@@ -17,7 +17,7 @@ def _report(unpriced: int, cost: float = 0.0) -> r.Report:
 
 
 def test_markdown_says_unpriced_not_zero_dollars() -> None:
-    from app.eval.render import cost_text, render_markdown
+    from app.eval.report.render import cost_text, render_markdown
 
     page = render_markdown(_report(unpriced=3))
     assert "$0.0000" not in page and "unpriced (3 call(s) to a model without a price)" in page
@@ -28,7 +28,7 @@ def test_markdown_says_unpriced_not_zero_dollars() -> None:
 
 
 def test_a_metric_without_data_is_no_data_not_fail() -> None:
-    from app.eval.render import summary_rows
+    from app.eval.report.render import summary_rows
 
     rows = {row[0]: row for row in summary_rows(_report(unpriced=0))}
     assert rows["rewrite_accuracy"][-1] == "· no data"

@@ -12,8 +12,8 @@ import pytest
 
 from app.errors import ReportError
 from app.eval.config import RunConfig
-from app.eval.report import load_report, validate_report, write_report
-from app.eval.runner import run_sync
+from app.eval.report.io import load_report, validate_report, write_report
+from app.eval.run.runner import run_sync
 
 V1_REPORT = Path(__file__).parents[2] / "data" / "reports" / "v1_adversarial.json"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.eval.records import Histogram
-from app.eval.render import bars
+from app.eval.report.records import Histogram
+from app.eval.report.render import bars
 
 
 def h(edges: list[float], counts: list[int]) -> Histogram:
@@ -29,7 +29,7 @@ def test_the_run_page_lists_every_case_with_the_reports_own_bad_cases() -> None:
     import re
     from pathlib import Path
 
-    from app.eval.report import load_report
+    from app.eval.report.io import load_report
     from app.view.pages import run_page
 
     report = load_report(Path(__file__).parents[2] / "data" / "reports" / "v1_adversarial.json")

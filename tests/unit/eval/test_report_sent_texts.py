@@ -12,10 +12,10 @@ import pytest
 
 from app.errors import ReportError
 from app.eval.config import RunConfig
-from app.eval.metrics.registry import specs
-from app.eval.report import build_report, load_report, report_json
-from app.eval.runner import run_sync
-from app.eval.thresholds import load_thresholds
+from app.eval.report.io import build_report, load_report, report_json
+from app.eval.run.runner import run_sync
+from app.eval.scoring.registry import specs
+from app.eval.scoring.thresholds import load_thresholds
 
 
 def test_sent_texts_inline_in_a_run_once_per_text_in_a_built_report(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The lean report reader (app/eval/report_stream.py): the same views as the full typed
+"""The lean report reader (app/eval/report/stream.py): the same views as the full typed
 load, for every layout; bad input is a ReportError naming file, line, case id and field."""
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from app.errors import ReportError
-from app.eval.metrics.base import Score
-from app.eval.records import CaseResult, ReportSummary
-from app.eval.report import load_report
-from app.eval.report_stream import (
+from app.eval.report.io import load_report
+from app.eval.report.records import CaseResult, ReportSummary
+from app.eval.report.stream import (
     CompareCase,
     CompareScore,
     LeanCase,
@@ -30,6 +29,7 @@ from app.eval.report_stream import (
     read_summary,
     typed_case,
 )
+from app.eval.scoring.base import Score
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -180,7 +180,7 @@ def _case_dict(cid: str, **over: Any) -> dict[str, Any]:
 
 
 def load_one(case_line: bytes) -> LeanCase:
-    from app.eval.report_stream import decode_case
+    from app.eval.report.stream import decode_case
 
     return decode_case(case_line, Path("r.json"), 2)
 

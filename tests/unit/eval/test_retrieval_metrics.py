@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-from app.eval.metrics import retrieval
+from app.eval.scoring import retrieval
 
 L3 = math.log2(3)  # 1.5849625…
 L5 = math.log2(5)  # 2.3219281…

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from app.eval.config import RunConfig
-from app.eval.records import Report
-from app.eval.report import load_report, validate_report
-from app.eval.runner import run_sync
+from app.eval.report.io import load_report, validate_report
+from app.eval.report.records import Report
+from app.eval.run.runner import run_sync
 from app.llm.engine import Engine, EngineConfig
 from app.llm.types import ChatRequest, Completion
 

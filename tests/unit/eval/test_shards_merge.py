@@ -11,11 +11,11 @@ import pytest
 
 from app.errors import ReportError
 from app.eval.config import RunConfig, parse_shard
-from app.eval.datasets import load_suite
-from app.eval.merge import merge_reports
-from app.eval.records import Report
-from app.eval.report import report_json
-from app.eval.runner import run_sync, select_cases, shard_of
+from app.eval.datasets.case import load_suite
+from app.eval.report.io import report_json
+from app.eval.report.merge import merge_reports
+from app.eval.report.records import Report
+from app.eval.run.runner import run_sync, select_cases, shard_of
 
 LIMIT = 12
 
@@ -152,7 +152,7 @@ def test_merge_cli_writes_once_then_says_already_merged(
     from click.testing import CliRunner
 
     from app.cli import cli
-    from app.eval.report import write_report
+    from app.eval.report.io import write_report
 
     paths = [write_report(s, tmp_path / f"in{i}")[0] for i, s in enumerate(runs["shards"])]
     args = ["eval", "merge", *map(str, paths), "--out", str(tmp_path / "merged")]
@@ -167,7 +167,7 @@ def test_merge_cli_writes_once_then_says_already_merged(
 
 
 def test_engine_counters_are_summed_key_by_key() -> None:
-    from app.eval.merge import _sum_stats
+    from app.eval.report.merge import _sum_stats
     from app.llm.engine import EngineStats
 
     a = EngineStats(calls=3, cost_usd=0.5, by_provider={"openai:x": 3}, retry_budget={"used": 1})

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.errors import ConfigError
-from app.eval.stats import bootstrap_ci, describe
-from app.eval.thresholds import load_thresholds, verdicts
+from app.eval.scoring.thresholds import load_thresholds, verdicts
+from app.eval.stats.describe import bootstrap_ci, describe
 
 
 def test_describe_matches_statistics_module() -> None:

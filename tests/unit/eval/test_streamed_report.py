@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from app.eval.config import RunConfig
-from app.eval.records import CaseResult
-from app.eval.report import load_report
-from app.eval.runner import run_sync
+from app.eval.report.io import load_report
+from app.eval.report.records import CaseResult
+from app.eval.run.runner import run_sync
 
 VOLATILE = {"latency_s"}
 

@@ -1,4 +1,4 @@
-"""The pipeline-level warm cache (app/eval/warm.py, issue 14): a rerun with every answer
+"""The pipeline-level warm cache (app/eval/run/warm.py, issue 14): a rerun with every answer
 cached skips the pipeline, gives the report the pipeline would give, and any change of
 what an answer depends on (prompts, KB, case, configuration, code, a stored reply) runs
 the pipeline again."""
@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from app.eval import warm
 from app.eval.config import RunConfig
-from app.eval.runner import RunOutcome, run_sync
+from app.eval.run import warm
+from app.eval.run.runner import RunOutcome, run_sync
 from app.generation.pipeline import generator
 from app.llm import spec as spec_module
 from app.llm.providers import _TABLE, Provider, register_provider
@@ -149,7 +149,7 @@ def test_a_changed_kb_runs_the_pipeline_again(eval_root: Path, echo: dict[str, i
 def test_changed_prompts_run_the_pipeline_again(
     eval_root: Path, echo: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.eval import observe
+    from app.eval.run import observe
     from app.generation.registry import build_registry, default_root
 
     prompts = eval_root / "prompts"

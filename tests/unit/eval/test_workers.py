@@ -1,4 +1,4 @@
-"""Worker processes of a CPU-bound run (app/eval/workers.py): the report of a run shared by
+"""Worker processes of a CPU-bound run (app/eval/run/workers.py): the report of a run shared by
 two processes is the report of one process running every case — compared field by field by
 scripts/same_report.py, which reads both files with plain ``json`` — and a worker that dies
 loses nothing and pays nothing twice."""
@@ -16,10 +16,10 @@ import pytest
 
 from app.cli import main
 from app.errors import ConfigError
-from app.eval import workers
-from app.eval.checkpoint import Checkpoint
 from app.eval.config import RunConfig
-from app.eval.runner import RunOutcome, run_sync
+from app.eval.run import workers
+from app.eval.run.checkpoint import Checkpoint
+from app.eval.run.runner import RunOutcome, run_sync
 from app.llm.providers.base import Provider
 from app.llm.types import ChatRequest
 from tests.support.registry import registered
@@ -88,7 +88,7 @@ def _fake_worker(tmp: Path, body: str) -> tuple[str, ...]:
 
 DIES_AT_ONCE = """
 import sys
-from app.eval import workers
+from app.eval.run import workers
 hello = workers._recv(sys.stdin.buffer)
 batch = workers._recv(sys.stdin.buffer)  # take cases, then die without a word
 sys.exit(3)
@@ -96,7 +96,7 @@ sys.exit(3)
 
 DIES_AFTER_COMMITTING = """
 import os, sys
-from app.eval import workers
+from app.eval.run import workers
 real = workers._send
 def send(out, obj):
     if isinstance(obj, list):  # the batch is in the checkpoint; its digests never leave
@@ -117,7 +117,7 @@ def test_a_dead_worker_loses_nothing_and_pays_nothing_twice(
     code: int,
 ) -> None:
     monkeypatch.setattr(workers, "WORKER_COMMAND", _fake_worker(tmp_path, body))
-    with caplog.at_level(logging.WARNING, logger="app.eval.workers"):
+    with caplog.at_level(logging.WARNING, logger="app.eval.run.workers"):
         pair = _run(tmp_path, "two", workers=2)
     data = _data(pair)
     assert _paths(differences(single["data"], data)) <= EXPECTED

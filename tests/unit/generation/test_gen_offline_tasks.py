@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from app.baselines.replies import conversation_from_text, rewrite_reply, summary_reply
 from app.cli import main
 from app.errors import ProviderError
 from app.generation.pipeline.memory import format_messages, offline_summary
-from app.generation.pipeline.offline import conversation_from_text, rewrite_reply, summary_reply
 from app.generation.pipeline.rewrite import build_history_text
 from app.llm.types import ChatRequest
 from app.llm.types import Message as M

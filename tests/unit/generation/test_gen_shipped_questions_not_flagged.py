@@ -5,7 +5,7 @@ starts flagging an ordinary question fails here."""
 
 from __future__ import annotations
 
-from app.eval.datasets import load_suite
+from app.eval.datasets.case import load_suite
 from app.generation.pipeline.safety import detect_injection
 
 

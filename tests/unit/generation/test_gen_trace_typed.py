@@ -95,7 +95,7 @@ async def test_observation_cites_what_the_final_text_cites(
 ) -> None:
     # the harness reuses the pipeline's citation check only when it ran on the final text:
     # the numbers are always those extract_citations finds in the answer the user sees
-    from app.eval.observe import observation_from_answer
+    from app.eval.run.observe import observation_from_answer
     from app.generation.pipeline.citations import extract_citations
 
     engine = type(fake_engine)(lambda request: reply)

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from app.errors import ConfigError
-from app.eval.datasets import Case, Turn, load_suite
-from app.eval.langfuse_export import (
+from app.eval.datasets.case import Case, Turn, load_suite
+from app.eval.report.records import GitState, Report
+from app.generation.pipeline.trace import Trace
+from app.integrations.langfuse import (
     export_run,
     golden_cases,
     item_id,
@@ -24,8 +26,6 @@ from app.eval.langfuse_export import (
     require_env,
     require_sdk,
 )
-from app.eval.records import GitState, Report
-from app.generation.pipeline.trace import Trace
 from tests.support import reports as r
 from tests.support.langfuse_server import LangfuseRecorder as Recorder
 from tests.support.langfuse_server import LangfuseServer
@@ -289,7 +289,7 @@ def test_the_sdk_version_is_checked(installed: str, ok: bool) -> None:
 def test_the_declared_extra_is_the_sdk_requirement() -> None:
     import tomllib
 
-    from app.eval.langfuse_export import SDK_REQUIREMENT
+    from app.integrations.langfuse import SDK_REQUIREMENT
     from app.paths import repo_root
 
     pyproject = tomllib.loads((repo_root() / "pyproject.toml").read_text(encoding="utf-8"))

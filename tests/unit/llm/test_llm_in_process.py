@@ -11,11 +11,11 @@ from typing import ClassVar
 
 import pytest
 
+from app.baselines.extractive import ExtractiveProvider
+from app.baselines.reference_judge import ReferenceJudgeProvider
 from app.errors import ProviderError
 from app.llm.engine import Engine, EngineConfig
 from app.llm.providers.base import Provider
-from app.llm.providers.offline_extractive import ExtractiveProvider
-from app.llm.providers.offline_judge import ReferenceJudgeProvider
 from app.llm.types import ChatRequest, Completion, Message, Usage
 from tests.support.registry import registered
 

@@ -10,11 +10,11 @@ from collections.abc import Callable
 import pytest
 
 from app import text as _text
+from app.baselines.extractive import answer, asks_quantity, has_quantity
+from app.baselines.reference_judge import band
 from app.errors import ConfigError
-from app.eval.judge_table import judge_table
+from app.eval.scoring.judge_table import judge_table
 from app.llm.engine import Engine
-from app.llm.providers.offline_extractive import answer, asks_quantity, has_quantity
-from app.llm.providers.offline_judge import band
 from app.llm.types import ChatRequest, Message
 
 EngineFactory = Callable[..., Engine]
@@ -357,7 +357,7 @@ def test_a_policy_sentence_with_chao_chu_is_not_a_refusal() -> None:
 
 
 def test_the_question_is_read_without_the_tags_a_prompt_wraps_it_in() -> None:
-    from app.llm.providers.offline_extractive import question_of
+    from app.baselines.extractive import question_of
     from app.llm.types import ChatRequest
 
     tagged = ChatRequest(
@@ -383,18 +383,19 @@ async def test_the_reference_judge_is_a_pure_function_of_its_request(
     """Issue 14: the offline judge declares itself deterministic (the judges then ask it
     once per metric and case, tests/unit/eval/test_judges.py); the same request content
     gives the same completion, computed each time it is asked (it keeps nothing)."""
-    from app.llm.providers import offline_judge, provider_class
+    from app.baselines import reference_judge
+    from app.llm.providers import provider_class
     from app.llm.spec import parse_provider
 
     assert provider_class(parse_provider("offline:reference-judge")).deterministic is True
     calls: list[str] = []
-    rule = offline_judge.judge
+    rule = reference_judge.judge
 
     def counting(request: ChatRequest) -> dict[str, object]:
         calls.append(request.variables["candidate"])
         return rule(request)
 
-    monkeypatch.setattr(offline_judge, "judge", counting)
+    monkeypatch.setattr(reference_judge, "judge", counting)
     engine = engine_factory()
     one = judge("relevance", candidate="年假有15天。", question="年假有几天？")
     again = judge("relevance", candidate="年假有15天。", question="年假有几天？")
@@ -457,7 +458,7 @@ def test_bm25_raw_is_the_retrievers_bm25_float_for_float() -> None:
     the reference), on real sentences and on random token lists with repeated tokens."""
     import random
 
-    from app.llm.providers.offline_extractive import K1, B, bm25_raw
+    from app.baselines.extractive import K1, B, bm25_raw
     from app.retrieval.bm25 import BM25
     from app.text import Matcher, query_terms, sentences
 
@@ -486,7 +487,7 @@ def test_the_request_id_digests_json_dumps_of_the_payload() -> None:
     every kind of value the payload holds (nested lists and dicts, None, floats, escapes)."""
     import hashlib
 
-    from app.llm.providers.offline_extractive import offline_completion, payload_json
+    from app.baselines.extractive import offline_completion, payload_json
 
     requests = [
         qa("年假有几天？", ZH_DOCS, rejection_answer="无法回答"),

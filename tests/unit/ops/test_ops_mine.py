@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from app.errors import UserError
+from app.eval.datasets.mining import _p99, check_out_dir, mine, write_candidates
 from app.ops.logs import read_answer_log
-from app.ops.mine import _p99, check_out_dir, mine, write_candidates
 from app.paths import datasets_dir
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "answer_log" / "answers_sample.jsonl"
@@ -231,7 +231,7 @@ def test_the_shipped_sample_log_fires_each_rule_once_per_planted_case() -> None:
 def test_a_candidate_s_tags_are_tags_a_suite_accepts() -> None:
     import re
 
-    from app.eval.datasets import TAG_PATTERN
+    from app.eval.datasets.case import TAG_PATTERN
 
     result = mine(read_answer_log(SAMPLE), datasets_dir=datasets_dir())
     tags = {t for c in result.candidates for t in c.to_json(SAMPLE, "")["tags"]}

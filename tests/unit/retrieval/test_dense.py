@@ -381,7 +381,7 @@ def test_equal_fused_values_are_ordered_by_chunk_id(kb) -> None:  # type: ignore
 def test_prefetched_queries_are_read_by_another_process_with_the_same_floats(
     kb, hybrid_retriever, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    """What --workers relies on (app.eval.workers): the main process embeds the run's
+    """What --workers relies on (app.eval.run.workers): the main process embeds the run's
     questions into the cache file and frees the model; a worker process then reads each
     query's vector from the file (no model of its own) — the floats a direct embedding
     gives, so retrieval and the report are the same."""

@@ -36,7 +36,7 @@ def test_review_table(question: str, terms: list[str]) -> None:
 def test_retrieval_and_offline_baselines_use_the_same_terms(
     question: str, terms: list[str]
 ) -> None:
-    from app.llm.providers.offline_extractive import question_terms
+    from app.baselines.extractive import question_terms
     from app.retrieval import index
 
     assert index.tokenize(question) == terms  # what Retriever.search analyses a query with

@@ -181,7 +181,7 @@ def data_file(path: Path) -> object:
 def test_report_html_writes_the_run_page_and_the_data_its_table_and_case_page_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from app.eval.report import report_json
+    from app.eval.report.io import report_json
     from app.view.pages import static_assets
 
     base, new = two_reports()
@@ -253,7 +253,7 @@ def test_report_html_writes_the_run_page_and_the_data_its_table_and_case_page_re
 
 
 def _lines(report: r.Report) -> list[str]:
-    from app.eval.report import report_json
+    from app.eval.report.io import report_json
 
     return report_json(report).split("\n")
 
@@ -283,7 +283,7 @@ def test_report_html_refuses_a_bad_case_line_naming_file_and_line(
     assert not (tmp_path / "eval_x.html").exists()
     # the full typed reader refuses the same file
     from app.errors import ReportError
-    from app.eval.report import load_report
+    from app.eval.report.io import load_report
 
     with pytest.raises(ReportError):
         load_report(path)
@@ -355,7 +355,7 @@ def test_the_case_page_carries_the_sent_texts_a_report_stores_once() -> None:
     """A merged report keeps each sent text once (``sent_texts``, by hash): the case page's
     data carries the texts its messages refer to (drawn by case.js; the browser test
     tests/e2e/test_e2e_viewer.py checks what is shown)."""
-    from app.eval.report import _shared_texts
+    from app.eval.report.io import _shared_texts
     from app.generation.pipeline.trace import SENT_MESSAGE_LIMIT, SentMessage, Trace
     from app.view import pages
 

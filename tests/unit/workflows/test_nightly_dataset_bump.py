@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from app.eval.config import RunConfig
-from app.eval.report import write_report
-from app.eval.runner import run_sync
+from app.eval.report.io import write_report
+from app.eval.run.runner import run_sync
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,0 +1,481 @@
+"""Build, write and read evaluation reports (:class:`~app.eval.report.records.Report`).
+
+* :func:`build_report` turns the case results into a :class:`Report` (summary,
+  breakdowns, verdicts, the bad cases);
+* :func:`bad_cases` is the one "bad case" policy: the report computes it, and the pytest
+  front end, ``scripts/ci_eval.py`` and the HTML page read ``report.bad_cases``;
+* :func:`write_report` writes ``report.model_dump_json()`` atomically (a temporary file in
+  the same folder + ``os.replace``) after refusing any NaN/infinity, plus the markdown
+  summary beside it (:mod:`app.eval.report.render`);
+* :func:`load_report` is the one typed reader: every part of the project that opens a
+  report file calls it. A schema version 1 report is converted (:mod:`app.eval.report.v1`);
+  anything else that does not match the models is a :class:`ReportError` naming the file,
+  the fields and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from pydantic import ValidationError
+
+from app.errors import ReportError
+from app.eval.report.records import (
+    SCHEMA_VERSION,
+    CaseResult,
+    MetricVerdict,
+    Report,
+    ReportSummary,
+    RunMeta,
+    Totals,
+)
+from app.eval.report.summary import (
+    SummaryParts,
+    bad_cases,
+    digest,
+    metric_info,
+    refusal_confusion,
+    summary_parts,
+)
+from app.eval.scoring.base import MetricSpec
+from app.eval.scoring.thresholds import ThresholdSet, verdicts
+from app.limits import limit
+from app.paths import repo_root
+from app.safe_io import UnsafeInput, parse_json, read_text
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "atomic_write_text",
+    "bad_cases",
+    "build_report",
+    "build_summary",
+    "load_report",
+    "metric_info",
+    "refusal_confusion",
+    "report_filename",
+    "schema_path",
+    "validate_report",
+    "write_new_chunks",
+    "write_report",
+    "write_report_rows",
+]
+
+
+def schema_path() -> Path:
+    """``reports/report.schema.json``: generated from :class:`Report` by ``make schema``."""
+    return repo_root() / "reports" / "report.schema.json"
+
+
+def build_summary(
+    *,
+    run_id: str,
+    created_at: str,
+    meta: RunMeta,
+    metric_specs: Mapping[str, MetricSpec],
+    parts: SummaryParts,
+    thresholds: ThresholdSet,
+    totals: Totals,
+    partial_reason: str | None = None,
+    measured: Collection[str] | None = None,
+) -> ReportSummary:
+    """The report without its cases, from :func:`app.eval.report.summary.summary_parts` of the
+    cases' digests. ``measured`` names the metrics the run computed (``None``: all); a
+    threshold on any other metric is ``not_measured`` and fails the run."""
+    raw_verdicts = verdicts(
+        thresholds,
+        {k: d.model_dump() for k, d in parts.summary.items()},
+        parts.red_line_hits,
+        measured,
+        max_errors=meta.config.max_errors,
+    )
+    verdict_map = {k: MetricVerdict.model_validate(v) for k, v in raw_verdicts.items()}
+    failed = any(v.verdict in ("fail", "not_measured") for v in verdict_map.values())
+    partial = partial_reason is not None
+    infos = {name: metric_info(spec) for name, spec in metric_specs.items()}
+    return ReportSummary(
+        schema_version=SCHEMA_VERSION,
+        run_id=run_id,
+        created_at=created_at,
+        status="partial" if partial else ("fail" if failed else "pass"),
+        partial=partial,
+        partial_reason=partial_reason,
+        meta=meta,
+        metrics=infos,
+        totals=totals,
+        summary=parts.summary,
+        verdicts=verdict_map,
+        breakdowns=parts.breakdowns,
+        refusal_confusion=parts.refusal_confusion,
+        bad_cases=parts.bad_cases,
+    )
+
+
+def build_report(
+    *,
+    run_id: str,
+    created_at: str,
+    meta: RunMeta,
+    metric_specs: Mapping[str, MetricSpec],
+    cases: Sequence[CaseResult],
+    thresholds: ThresholdSet,
+    totals: Totals,
+    partial_reason: str | None = None,
+    measured: Collection[str] | None = None,
+    sent_texts: Mapping[str, str] | None = None,
+) -> Report:
+    """Assemble the report; cases are sorted by id so the file never depends on run order.
+
+    The summary is :func:`build_summary` of the cases' digests (the runner's streaming
+    path computes it the same way). Each sent message's text moves into the report's
+    ``sent_texts`` (once per distinct text); ``sent_texts`` supplies the texts of cases that
+    refer to them already (shard reports being merged). The runner's streamed report keeps
+    the texts inline in each case instead (``content``, at most ``SENT_MESSAGE_LIMIT`` each)."""
+    texts = dict(sent_texts or {})
+    ordered = [_shared_texts(c, texts) for c in sorted(cases, key=lambda c: c.id)]
+    used = {m.sha256 for c in ordered if c.trace is not None for m in c.trace.sent}
+    judges = sorted(n for n, spec in metric_specs.items() if spec.kind == "judge")
+    digests = [digest(c, judges, thresholds.bad_judge_score) for c in ordered]
+    summary = build_summary(
+        run_id=run_id,
+        created_at=created_at,
+        meta=meta,
+        metric_specs=metric_specs,
+        parts=summary_parts(digests, metric_specs, meta.seed),
+        thresholds=thresholds,
+        totals=totals,
+        partial_reason=partial_reason,
+        measured=measured,
+    )
+    texts_used = {h: texts[h] for h in sorted(used) if h in texts}
+    fields = {**dict(summary), "sent_texts": texts_used}
+    return Report(**fields, cases=ordered)  # instances are not re-validated
+
+
+def _shared_texts(case: CaseResult, texts: dict[str, str]) -> CaseResult:
+    """``case`` with its sent messages' texts moved into ``texts`` (keyed by sha256)."""
+    trace = case.trace
+    if trace is None or all(m.content is None for m in trace.sent):
+        return case
+    for m in trace.sent:
+        if m.content is not None:
+            texts.setdefault(m.sha256, m.content)
+    sent = [m.model_copy(update={"content": None}) for m in trace.sent]
+    return case.model_copy(update={"trace": trace.model_copy(update={"sent": sent})})
+
+
+# ---------------------------------------------------------------- writing
+
+
+def check_finite(data: object, where: str) -> None:
+    """Refuse NaN/infinity anywhere in ``data`` (a model's ``model_dump()``).
+
+    The C JSON encoder with ``allow_nan=False`` checks the whole tree in one fast pass;
+    only when it finds one does :func:`assert_no_nan` walk the tree to name the field."""
+    try:
+        json.dumps(data, allow_nan=False, default=str, skipkeys=True, check_circular=False)
+    except ValueError:
+        assert_no_nan(data, where)
+        raise ReportError(f"{where}: a value is not a finite number") from None
+
+
+def assert_no_nan(node: object, where: str) -> None:
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ReportError(f"{where} is {node}: undefined values must be null with a reason")
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            assert_no_nan(value, f"{where}.{key}")
+    elif isinstance(node, list | tuple):
+        for i, value in enumerate(node):
+            assert_no_nan(value, f"{where}[{i}]")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def sweep_stale_temp_files(folder: Path) -> list[Path]:
+    """Remove ``.<name>.<pid>.<random>.tmp`` files whose writing process is gone (a kill
+    between creating and renaming them); returns what was removed."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.glob(".*.tmp"):
+        parts = tmp.name.split(".")
+        pid = next((int(x) for x in reversed(parts[:-2]) if x.isdigit()), None)
+        if pid is not None and pid != os.getpid() and not _pid_alive(pid):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _chmod_ordinary(fd: int) -> None:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # temp files are 0600; a report is an ordinary file
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (temp file in the same folder + rename).
+    The temp file's name carries the writer's pid, so a later write sweeps what a killed
+    writer left behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temp_files(path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
+    )
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+            _chmod_ordinary(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _candidates(path: Path) -> Iterator[Path]:
+    yield path
+    for n in range(2, 1000):
+        yield path.with_name(f"{path.stem}-{n}{path.suffix}")
+
+
+Chunks = Callable[[], Iterable[bytes]]
+
+
+def _write_all(fh: BinaryIO, chunks: Chunks) -> None:
+    for chunk in chunks():
+        fh.write(chunk)
+    fh.flush()
+    os.fsync(fh.fileno())
+    _chmod_ordinary(fh.fileno())
+
+
+def _link_unnamed(path: Path, chunks: Chunks) -> Path | None:
+    """Linux: write into an unnamed ``O_TMPFILE`` and link it in when complete (a kill
+    leaves nothing); None where that is not available."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None:
+        return None
+    try:
+        fd = os.open(path.parent, flag | os.O_WRONLY, 0o666)
+    except OSError:
+        return None
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_all(fh, chunks)
+            for target in _candidates(path):
+                try:  # linkat(AT_SYMLINK_FOLLOW) through /proc: a dir_fd selects linkat
+                    os.link(f"/proc/self/fd/{fh.fileno()}", target.name, dst_dir_fd=dir_fd)
+                except FileExistsError:
+                    continue
+                except OSError:  # no /proc, or a file system that refuses: fall back
+                    return None
+                return target
+    finally:
+        os.close(dir_fd)
+    raise ReportError(f"{path}: 999 files of that name exist; clean up the folder")
+
+
+def write_new_text(path: Path, text: str) -> Path:
+    """Write ``text`` to a *new* file at ``path`` (or ``<stem>-2``, ``-3``… if it exists) and
+    return where; never replaces a file, never leaves a half-written or temp file.
+
+    On Linux the text goes into an unnamed file (``O_TMPFILE``) that is linked into place
+    only when complete: a ``kill -9`` at any moment leaves no file at all. Elsewhere a
+    pid-named temp file is linked (not renamed: a link refuses to replace) and removed; a
+    temp file a killed writer left is swept by the next write. Two processes writing the
+    same name both keep their file.
+    """
+    data = text.encode("utf-8")
+    return write_new_chunks(path, lambda: (data,))
+
+
+def write_new_chunks(path: Path, chunks: Chunks) -> Path:
+    """:func:`write_new_text` of the bytes ``chunks()`` yields, written as they come (a
+    report of 10,000 cases is never one string in memory). ``chunks`` may be called twice
+    (a file system without ``O_TMPFILE`` linking): it must give the same bytes again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = _link_unnamed(path, chunks)
+    if written is not None:
+        return written
+    sweep_stale_temp_files(path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
+    )
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_all(fh, chunks)
+        for target in _candidates(path):
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                continue
+            return target
+        raise ReportError(f"{path}: 999 files of that name exist; clean up the folder")
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def report_filename(created_at: str, run_id: str | None = None) -> str:
+    """``eval_<UTC>-<run id's random part>.json``: unique per run, sorted by time."""
+    stamp = created_at.replace("-", "").replace(":", "")  # 20261130T190000Z
+    return f"eval_{stamp}-{run_id[-6:]}.json" if run_id else f"eval_{stamp}.json"
+
+
+def _summary_head(summary: ReportSummary) -> bytes:
+    """The summary's JSON without its closing brace (the ``cases`` array follows)."""
+    data = summary.model_dump(mode="json") if not isinstance(summary, Report) else None
+    if data is None:  # a full report: its summary fields only
+        data = summary.model_dump(mode="json", exclude={"cases"})
+    check_finite(data, "report")
+    head = json.dumps(
+        data, ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
+    )
+    return head[:-1].encode("utf-8")
+
+
+def report_chunks(summary: ReportSummary, case_rows: Callable[[], Iterable[str]]) -> Chunks:
+    """The bytes of a report file: the summary, then ``"cases":[`` and one case's
+    ``model_dump_json()`` per line, in the order given (sorted by id)."""
+
+    def chunks() -> Iterator[bytes]:
+        yield _summary_head(summary) + b',"cases":[\n'
+        first = True
+        for row in case_rows():
+            yield (row if first else ",\n" + row).encode("utf-8")
+            first = False
+        yield b"\n]}\n"
+
+    return chunks
+
+
+def _checked_rows(report: Report) -> Iterator[str]:
+    for i, case in enumerate(report.cases):
+        # NaN/infinity anywhere (a metric's ``detail`` included) is refused: pydantic would
+        # write it as ``null`` and lose the fact that it was not a number
+        check_finite(case.model_dump(), f"report.cases[{i}]")
+        yield case.model_dump_json()
+
+
+def report_json(report: Report) -> str:
+    """The file's text (:func:`report_chunks`). No re-validation: ``report`` was built and
+    validated by the typed models, and load_report reads their JSON back unchanged
+    (tests/unit/eval/test_report_fast_write.py)."""
+    return b"".join(report_chunks(report, lambda: _checked_rows(report))()).decode("utf-8")
+
+
+def write_report(report: Report, out_dir: Path) -> tuple[Path, Path]:
+    """Write ``eval_<UTC>-<run>.json`` and its ``.md`` as new files (:func:`write_new_text`):
+    nothing on a refusal, never a temp file after a kill, never another run's report
+    replaced — concurrent runs with the same ``--out`` each keep theirs."""
+    return write_report_rows(report, lambda: _checked_rows(report), out_dir)
+
+
+def write_report_rows(
+    summary: ReportSummary, case_rows: Callable[[], Iterable[str]], out_dir: Path
+) -> tuple[Path, Path]:
+    """:func:`write_report` of a summary and its cases' JSON texts (each a
+    ``CaseResult.model_dump_json()`` already checked for NaN, sorted by id), streamed to
+    the file: the runner writes its report from the checkpoint's rows without loading the
+    cases. ``case_rows`` may be called twice (see :func:`write_new_chunks`)."""
+    from app.eval.report.render import render_markdown
+
+    name = report_filename(summary.created_at, summary.run_id)
+    path = write_new_chunks(out_dir / name, report_chunks(summary, case_rows))
+    md = write_new_text(path.with_suffix(".md"), render_markdown(summary))
+    return path, md
+
+
+# ---------------------------------------------------------------- reading
+
+
+def validation_problems(exc: ValidationError, data: object = None, limit: int = 10) -> str:
+    """The errors of ``exc`` one per line: the field's path (a case named by its id), the
+    problem, and the value that was there."""
+    errors = exc.errors(include_url=False)
+    cases = data.get("cases") if isinstance(data, Mapping) else None
+    lines = []
+    for e in errors[:limit]:
+        loc = [str(p) for p in e["loc"]]
+        if len(loc) >= 2 and loc[0] == "cases" and isinstance(cases, list):
+            i = int(loc[1])
+            case = cases[i] if i < len(cases) else None
+            cid = case.get("id") if isinstance(case, Mapping) else None
+            loc[1] = f"{i} ({cid})" if isinstance(cid, str) else loc[1]
+        got = e.get("input")
+        shown = "" if isinstance(got, Mapping | list) else f" (got {str(repr(got))[:60]})"
+        lines.append(f"  {'/'.join(loc) or '<root>'}: {e['msg']}{shown}")
+    more = f"\n  … and {len(errors) - limit} more" if len(errors) > limit else ""
+    return f"{len(errors)} problem(s):\n" + "\n".join(lines) + more
+
+
+def validate_report(data: object, source: str = "report") -> Report:
+    """A :class:`Report` from parsed JSON, or a :class:`ReportError` listing what is wrong.
+
+    ``schema_version`` "1" is converted first (:func:`app.eval.report.v1.upgrade`).
+    """
+    if isinstance(data, Report):
+        return data
+    if not isinstance(data, Mapping):
+        raise ReportError(f"{source}: a report is a JSON object, got {type(data).__name__}")
+    version = data.get("schema_version")
+    if version == "1":
+        from app.eval.report.v1 import upgrade
+
+        return upgrade(data, source)
+    if version != SCHEMA_VERSION:
+        raise ReportError(
+            f"{source}: schema_version {version!r} is not one this rag-starter reads "
+            f"(it writes {SCHEMA_VERSION!r} and converts '1'); was it written by "
+            "`rag eval run`? Re-run the suite with this version to get a readable report."
+        )
+    try:
+        return Report.model_validate(data)
+    except ValidationError as exc:
+        raise ReportError(
+            f"{source}: not a valid schema_version {SCHEMA_VERSION} report "
+            f"(see {schema_path().name}); {validation_problems(exc, data)}"
+        ) from None
+
+
+def load_report(path: Path, *, traces: bool = True) -> Report:
+    """Read a report file (the one typed reader); every problem is a :class:`ReportError`.
+
+    ``traces=False`` (``rag eval compare``, which reads no trace): each case's ``trace`` is
+    dropped after parsing, before validation, so neither time nor memory is spent on the
+    typed traces (most of a report); the cases come back with ``trace=None``.
+    """
+    path = Path(path)
+    # app.safe_io: a FIFO, device, loop, directory or over-size file is refused unread; bad
+    # UTF-8 and bad JSON name line and column; NaN / Infinity / 1e999 are refused at parse
+    try:
+        text = read_text(path, max_bytes=limit("report_file_bytes"), what="report")
+    except UnsafeInput as exc:
+        if exc.problem == "not found":
+            raise ReportError(f"{path}: no such report; pass a reports/eval_*.json file") from None
+        raise ReportError(f"{exc}; is this an eval report?") from None
+    try:
+        data = parse_json(text, path, what="report")
+    except UnsafeInput as exc:
+        raise ReportError(f"{exc}; is this an eval report?") from None
+    del text
+    if not traces and isinstance(data, dict) and data.get("schema_version") == SCHEMA_VERSION:
+        for case in data.get("cases") or ():
+            if isinstance(case, dict) and "trace" in case:
+                case["trace"] = None
+    return validate_report(data, str(path))

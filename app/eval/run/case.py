@@ -1,0 +1,133 @@
+"""One case of a run: evaluated, committed to the checkpoint, digested.
+
+:func:`evaluate_case` runs a case end to end (pipeline, judges, metrics) and never raises
+for a provider failure: it is recorded in the result. :class:`CaseRun` is what a process of
+a run does with each case it takes — the runner's own loop and every worker process
+(:mod:`app.eval.run.workers`) use the same one: evaluate, commit the result with the process's
+record (its engine counters so far, under its own ``process:`` key), and return the
+:class:`~app.eval.report.summary.CaseDigest` the summary needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, replace
+
+from app.eval.config import RunConfig
+from app.eval.datasets.case import Case
+from app.eval.report.records import CaseResult
+from app.eval.report.summary import CaseDigest, digest
+from app.eval.run.checkpoint import Checkpoint
+from app.eval.run.observe import PipelineFactory, observe_case
+from app.eval.run.workers import process_record
+from app.eval.scoring.base import MetricContext, Score
+from app.eval.scoring.generation import REWRITE_EQUIVALENCE, rewrite_matches
+from app.eval.scoring.judge_table import JudgeInput, judge, judge_table
+from app.eval.scoring.judges import JudgeConfig, gather, in_process, score_judge
+from app.eval.scoring.registry import red_line_metrics, score_case, select_metrics
+from app.generation.pipeline.trace import Trace
+from app.llm.types import EngineLike
+from app.redact import redact
+
+
+@dataclass
+class CaseRun:
+    """How one process of a run evaluates and commits each case it takes."""
+
+    factory: PipelineFactory
+    engine: EngineLike
+    config: RunConfig
+    base_ctx: MetricContext
+    checkpoint: Checkpoint
+    key: str  #: this process's ``process:`` key in the checkpoint
+    started: float  #: time.monotonic() when the process started
+    judge_metrics: Sequence[str]
+    bad_judge_score: float
+    worker_of: str | None = None  #: the main process's key (a worker process)
+
+    async def __call__(self, case: Case) -> tuple[CaseResult, CaseDigest]:
+        result = await evaluate_case(case, self.factory, self.engine, self.config, self.base_ctx)
+        # with this process's counters so far (a later --resume sums every process's)
+        record = process_record(self.engine, self.started, worker_of=self.worker_of)
+        self.checkpoint.save(result, meta=(self.key, record))
+        return result, digest(result, self.judge_metrics, self.bad_judge_score)
+
+
+async def evaluate_case(
+    case: Case,
+    factory: PipelineFactory,
+    engine: EngineLike,
+    config: RunConfig,
+    base_ctx: MetricContext,
+) -> CaseResult:
+    """One case, end to end. Never raises for a provider failure: it is recorded."""
+    errors: list[str] = []
+    selected = select_metrics(config.metrics)
+    obs, failure = await observe_case(case, factory)
+    if obs is None:
+        errors.append(failure)
+        reason = f"pipeline error: {failure}"
+        metrics = {name: Score.undefined(reason, n_errors=1) for name in selected}
+        return _result(case, metrics, None, None, None, errors, 0.0)
+    judge_scores: dict[str, Score] = {}
+    judge_cost = 0.0
+    if config.judge:
+        jcfg = JudgeConfig(
+            config.judge,
+            config.judge_samples,
+            config.allow_weak_judge,
+            max_tokens=min(512, config.max_tokens or 512),
+        )
+        inp = JudgeInput.of(case, obs)
+        tasks: dict[str, Awaitable[Score]] = {
+            name: score_judge(engine, jcfg, entry, inp, factory.render)
+            for name, entry in judge_table().items()
+            if name in selected
+        }
+        # rewrite_accuracy asks the correctness judge when the rewrite is not a normalised
+        # match — only when both are selected (--metrics deterministic: no judge call at all)
+        if case.golden_rewrite is not None and {"rewrite_accuracy", "correctness"} <= set(selected):
+            produced = obs.rewrite if obs.rewrite is not None else case.question
+            if not rewrite_matches(produced, case.golden_rewrite):
+                equivalence = JudgeInput(
+                    question=case.question, candidate=produced, golden_answer=case.golden_rewrite
+                )
+                tasks[REWRITE_EQUIVALENCE] = score_judge(
+                    engine, jcfg, judge("correctness"), equivalence, factory.render
+                )
+        done = await gather(tasks.values(), one_by_one=in_process(config.judge))
+        judge_scores = dict(zip(tasks, done, strict=True))
+        judge_cost = sum(float(s.detail.get("cost_usd", 0.0)) for s in done)
+        for name, score in judge_scores.items():
+            if score.n_errors:
+                errors.append(f"{name}: {score.reason}")
+    ctx = replace(base_ctx, judge_scores=judge_scores)
+    metrics = score_case(case, obs, ctx, selected)
+    cost = (obs.cost_usd or 0.0) + judge_cost
+    return _result(case, metrics, obs.answer, obs.refused, obs.trace, errors, cost)
+
+
+def _result(
+    case: Case,
+    metrics: dict[str, Score],
+    answer: str | None,
+    refused: bool | None,
+    trace: Trace | None,
+    errors: list[str],
+    cost: float,
+) -> CaseResult:
+    red = [n for n in red_line_metrics() if n in metrics and (metrics[n].value or 0) > 0]
+    return CaseResult(
+        id=case.id,
+        question=case.question,
+        tags=list(case.tags),
+        difficulty=case.difficulty,
+        expected_refusal=case.expected_refusal,
+        metrics=dict(metrics),
+        answer=answer,
+        refused=refused,
+        trace=trace,
+        errors=[redact(e) for e in errors],  # an error text never carries a secret
+        red_lines=red,
+        cost_usd=round(cost, 8),
+    )

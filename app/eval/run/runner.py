@@ -1,0 +1,522 @@
+"""The evaluation runner: cases → pipeline → judges → metrics → checkpoint → report.
+
+* async over cases through the :class:`~app.llm.engine.Engine` middleware (cache,
+  retries, limits, cost); ``concurrency`` bounds the provider requests in flight (what a
+  rate limit sees), and twice as many cases are worked on at once so those slots stay busy
+  while a case does its own work between calls;
+* order-independent: a case's result depends only on the case (no shared mutable state
+  between cases; the report sorts cases by id);
+* every finished case is committed to the run's SQLite checkpoint
+  (:mod:`app.eval.run.checkpoint`) before the next one is counted, so ``resume=RUN_ID``
+  finishes the rest without a single repeated provider call (an all-offline run commits
+  :data:`CHECKPOINT_GROUP` cases at a time: a SIGKILL there re-computes at most that many,
+  for CPU only, with the same results);
+* ``max_cost`` stops starting new cases once the money spent so far reaches it (calls
+  paid by this process, plus the recorded cost of cases checkpointed by an earlier one;
+  cache hits are free); the report is then written with ``partial: true``. A case's
+  ``cost_usd`` is what its calls are worth at list price, cached or not, so reports of the
+  same work compare equal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import secrets
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.errors import ConfigError, DatasetError
+from app.eval.config import RunConfig, parse_shard
+from app.eval.datasets.case import Case, Suite, load_dataset_file, load_suite, suite_of_file
+from app.eval.report.io import build_summary, load_report, write_report_rows
+from app.eval.report.records import (
+    CandidateInfo,
+    CaseResult,
+    DatasetRef,
+    FrontEnd,
+    GitState,
+    JudgeInfo,
+    PromptRef,
+    Report,
+    ReportSummary,
+    RunMeta,
+    ShardInfo,
+    ThresholdsRef,
+    Totals,
+)
+from app.eval.report.summary import CaseDigest, SummaryParts, digest, summary_parts
+from app.eval.run import workers
+from app.eval.run.case import CaseRun
+from app.eval.run.checkpoint import Checkpoint
+from app.eval.run.observe import PipelineFactory
+from app.eval.scoring.base import MetricContext
+from app.eval.scoring.judges import check_judge
+from app.eval.scoring.registry import select_metrics, specs
+from app.eval.scoring.thresholds import load_thresholds
+from app.llm.engine import EngineStats
+from app.llm.spec import parse_provider
+from app.llm.types import EngineLike
+from app.paths import repo_root, reports_dir
+
+log = logging.getLogger(__name__)
+
+#: finished cases per checkpoint transaction in an all-offline run (app.eval.run.checkpoint)
+CHECKPOINT_GROUP = 32
+
+
+def _batcher(config: RunConfig) -> Any:
+    """The batcher for ``--batch`` (None without it); refuses a run it cannot help."""
+    if not config.batch:
+        return None
+    from app.errors import ConfigError
+    from app.llm.batch import BatchConfig, Batcher
+
+    models = [m for m in (config.model, config.judge) if m]
+    if not any(Batcher.handles(parse_provider(m)) for m in models):
+        raise ConfigError(
+            "--batch: neither the model nor the judge has a batch API (anthropic:, openai:); "
+            "the offline baselines answer at once — drop --batch"
+        )
+    if not config.cache:
+        raise ConfigError(
+            "--batch needs the response cache (batch results land there and --resume reads "
+            "them): drop --no-cache"
+        )
+    return Batcher(
+        BatchConfig(poll_initial_s=config.batch_poll_s, flush_idle_s=config.batch_flush_s)
+    )
+
+
+@dataclass
+class RunOutcome:
+    """A run's result. ``summary`` is the report without its cases; the run does not keep
+    its cases in memory (they are in the checkpoint and the written file), so
+    :attr:`report` reads the written report on first use (``write=False``: the runner
+    reads the checkpoint into it before closing)."""
+
+    run_id: str
+    # not in the repr: asyncio.run's clean-up formats the finished task's result (to restore
+    # the SIGINT handler), and a summary's repr grows with the cases (≈ 14 ms for 800)
+    summary: ReportSummary = field(repr=False)
+    path: Path | None
+    markdown: Path | None
+    calls: int = 0  # provider calls this process made (cache hits excluded)
+    already_finished: bool = False  # --resume of a finished run: nothing run, nothing written
+    full: Report | None = field(default=None, repr=False)
+    #: each worker process's peak RSS in MB (a CPU-bound run's extra processes, see
+    #: app.eval.run.workers); the main process's own is its getrusage
+    worker_rss_mb: tuple[float, ...] = ()
+
+    @property
+    def report(self) -> Report:
+        """The full report, cases included (read from ``path`` the first time)."""
+        if self.full is None:
+            if self.path is None:
+                raise ValueError("this run wrote no report and kept no cases")
+            self.full = load_report(self.path)
+        return self.full
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.summary.status == "pass" else 1
+
+
+@dataclass
+class _Progress:
+    total: int
+    done: int = 0
+    errors: int = 0
+    cost: float = 0.0
+    on_update: Callable[[_Progress], None] | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def update(self, result: CaseResult, spent: float) -> None:
+        self.count(bool(result.errors), spent)
+
+    def count(self, errors: bool, spent: float) -> None:
+        self.done += 1
+        self.errors += 1 if errors else 0
+        self.cost = spent
+        if self.on_update is not None:
+            self.on_update(self)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+def git_state() -> GitState:
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=repo_root(),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=repo_root(),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return GitState(sha=None, dirty=None)
+    return GitState(sha=sha, dirty=dirty)
+
+
+def load_run_dataset(config: RunConfig) -> Suite:
+    """The run's dataset: ``--dataset FILE`` or the suite (newest unless ``--dataset-version``),
+    checked first like ``rag datasets check`` against the run's KB (an error is exit 2)."""
+    from app.eval.datasets.check import check_paths
+
+    if config.dataset_path:
+        path = Path(config.dataset_path)
+    else:
+        path = load_suite(config.suite, config.dataset_version).path
+    kb_root = Path(config.kb_path) if config.kb_path else None
+    result = check_paths([path], kb_root=kb_root)
+    # a file given with --dataset may have any name: the <name>_v<x.y> rule is the suites'
+    errors = [i for i in result.errors if not (config.dataset_path and i.code == "file-name")]
+    if errors or result.fatal:
+        shown = "\n".join(i.format() for i in errors[:20])
+        more = f"\n… and {len(errors) - 20} more" if len(errors) > 20 else ""
+        raise DatasetError(
+            f"{path}: the dataset does not pass `rag datasets check`:\n{shown}{more}"
+        )
+    # the cases the check validated, from the bytes it read (read and validated once)
+    checked = result.loaded.get(os.path.realpath(path))
+    if checked is None:
+        return load_dataset_file(path)
+    return suite_of_file(path, *checked)
+
+
+def select_cases(suite: Suite, limit: int | None, shard: str | None = None) -> list[Case]:
+    """The run's cases, by id: the first ``limit``, then this shard's part of them."""
+    cases = sorted(suite.cases, key=lambda c: c.id)
+    cases = cases[:limit] if limit is not None else cases
+    if shard is None:
+        return cases
+    index, count = parse_shard(shard)
+    return [c for c in cases if shard_of(c.id, count) == index]
+
+
+def shard_of(case_id: str, count: int) -> int:
+    """The shard (1-based) a case belongs to: stable by case id, whatever else the suite
+    holds, so adding a case never moves another one to a different shard."""
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % count + 1
+
+
+async def run(
+    config: RunConfig,
+    *,
+    resume: str | None = None,
+    engine: EngineLike | None = None,
+    out_dir: Path | None = None,
+    command: Sequence[str] = (),
+    front_end: FrontEnd = "api",
+    on_progress: Callable[[_Progress], None] | None = None,
+    runs_root: Path | None = None,
+    case_order: Callable[[list[Case]], list[Case]] | None = None,
+    write: bool = True,
+    run_id: str | None = None,
+) -> RunOutcome:
+    """Run (or resume) a suite and write its report. See the module docstring."""
+    from app.llm.engine import Engine
+
+    started = time.monotonic()
+    checkpoint: Checkpoint | None = None
+    if resume:
+        checkpoint = Checkpoint.open(resume, runs_root)
+        config = RunConfig.from_json(checkpoint.config())
+        run_id = resume
+    run_id = run_id or new_run_id()
+    own: Engine | None = None  # the engine this call made (and closes)
+    try:
+        # everything that can be wrong with the input fails here, before any case runs
+        warnings = (
+            check_judge(config.model, config.judge, allow_weak=config.allow_weak_judge)
+            if config.judge
+            else []
+        )
+        select_metrics(config.metrics)  # an unknown --metrics name fails here (exit 2)
+        workers.check(config)  # --workers N with a network provider
+        suite = load_run_dataset(config)
+        cases = select_cases(suite, config.limit, config.shard)
+        planned = len(select_cases(suite, config.limit))
+        if checkpoint is not None and (done := _finished_outcome(checkpoint, run_id, cases)):
+            return done  # resuming a finished run: say so, write nothing
+        thresholds = load_thresholds(
+            config.suite, Path(config.thresholds_path) if config.thresholds_path else None
+        )
+        if unknown := sorted(set(thresholds.items) - set(specs())):
+            raise ConfigError(
+                f"{thresholds.path}: threshold(s) {', '.join(unknown)} name no metric; "
+                f"the metrics are {', '.join(specs())}"
+            )
+        batcher = _batcher(config)
+        if engine is None:  # no network yet: the engine connects on its first call
+            engine = own = workers.engine_for(config, batcher)
+        eng: EngineLike = engine
+        factory = PipelineFactory(config, eng)
+        factory.preflight(cases)  # every prompt the run may render, before any provider call
+        if isinstance(eng, Engine):  # a missing API key fails now, not at case 1
+            for provider in (config.model, config.judge):
+                if provider:
+                    eng.provider(parse_provider(provider))
+        if checkpoint is None:
+            checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root)
+        if workers.in_process(config):  # a case costs CPU only (and comes out the same)
+            checkpoint.commit_every = CHECKPOINT_GROUP
+        base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
+        process_key = f"process:{secrets.token_hex(4)}"
+        earlier = [workers.process_stats(p) for p in checkpoint.processes(except_key=process_key)]
+        earlier_s = sum(float(p.get("duration_s", 0.0) or 0.0) for p in checkpoint.processes())
+        judges = sorted(n for n, spec in specs().items() if spec.kind == "judge")
+        bar = thresholds.bad_judge_score
+        run_case = CaseRun(
+            factory, eng, config, base_ctx, checkpoint, process_key, started, judges, bar
+        )
+        # what the summary needs of each finished case; the results themselves stay in the
+        # checkpoint (a 10,000-case run never holds them all)
+        finished: dict[str, CaseDigest] = {
+            case_id: digest(result, judges, bar) for case_id, result in checkpoint.results()
+        }
+        todo = [c for c in cases if c.id not in finished]
+        if case_order is not None:
+            todo = case_order(todo)
+        progress = _Progress(total=len(cases), on_update=on_progress)
+        progress.done = len([c for c in cases if c.id in finished])
+        spent_before = sum(finished[c.id].cost_usd for c in cases if c.id in finished)
+        engine_spent_at_start = _spent(eng)
+        progress.cost = spent_before
+        if on_progress is not None:
+            on_progress(progress)
+        calls_before = _calls(eng)
+        stop_reason: str | None = None
+        pending = deque(todo)
+        count = workers.planned(config, len(todo), own_engine=own is not None)
+        if count > 1:  # the workers read their query vectors instead of each loading the model
+            factory.prefetch_queries(todo)
+        pool = workers.start(
+            config,
+            pending,
+            count=count,
+            run_id=run_id,
+            runs_root=runs_root,
+            parent_key=process_key,
+            bad_judge_score=bar,
+        )
+
+        by_workers = [0.0]  # what the worker processes' cases cost
+
+        def reported(d: CaseDigest) -> None:  # a case a worker process finished
+            by_workers[0] += d.cost_usd
+            progress.count(d.has_errors, progress.cost + d.cost_usd)
+
+        async def worker() -> None:
+            nonlocal stop_reason
+            while True:
+                if config.max_cost is not None and progress.cost >= config.max_cost:
+                    stop_reason = stop_reason or (
+                        f"--max-cost {config.max_cost:g} USD reached (spent {progress.cost:.4f})"
+                    )
+                    return
+                workers.absorb(pool, finished, reported)
+                try:
+                    case = pending.popleft()
+                except IndexError:
+                    return
+                result, finished[case.id] = await run_case(case)
+                spent = spent_before + _spent(eng) - engine_spent_at_start + by_workers[0]
+                progress.update(result, spent)
+                del result  # not held while other cases run (a 10,000-case run never holds all)
+                # an offline case never suspends: without this a Ctrl-C (a cancel) would wait
+                # for the whole queue
+                await asyncio.sleep(0)
+
+        try:
+            # with --batch every case is in flight at once, so their calls share batches
+            tasks = len(todo) if config.batch else 2 * config.concurrency
+            await asyncio.gather(*(worker() for _ in range(max(1, tasks))))
+            if pool is not None:  # the workers' last cases; a dead worker's are run here
+                lost = await pool.finish()
+                workers.absorb(pool, finished, reported)
+                workers.recover(lost, checkpoint, todo, pending, finished, judges, bar, reported)
+                await asyncio.gather(*(worker() for _ in range(max(1, tasks))))
+                earlier = [workers.process_stats(p) for p in checkpoint.processes(process_key)]
+        finally:
+            if pool is not None:
+                pool.close()
+            calls = _calls(eng) - calls_before + (pool.calls() if pool is not None else 0)
+            factory.close()  # the warm cache: prunes entries unused for 30 days
+            if own is not None:
+                await own.aclose()
+                own = None
+        rss = pool.peak_rss_mb() if pool is not None else ()
+        results = [finished[c.id] for c in cases if c.id in finished]
+        parts = summary_parts(results, specs(), config.seed)
+        if stop_reason is None and len(results) < len(cases):
+            stop_reason = f"{len(cases) - len(results)} case(s) not run"
+        meta = RunMeta(
+            git=git_state(),
+            command=list(command),
+            front_end=front_end,
+            suite=suite.name,
+            seed=config.seed,
+            k=config.k,
+            resumed_from=resume,
+            candidate=CandidateInfo(
+                provider=config.model, offline=parse_provider(config.model).offline
+            ),
+            judge=JudgeInfo(
+                provider=config.judge,
+                offline=parse_provider(config.judge).offline if config.judge else None,
+                samples=config.judge_samples if config.judge else 0,
+                temperature=0.0,
+                allow_weak=config.allow_weak_judge,
+                warnings=warnings,
+                prompts=_refs(factory.judge_prompt_refs()) if config.judge else {},
+            ),
+            prompts=_refs(factory.prompt_refs_of(parts.prompt_versions)),
+            datasets=[
+                DatasetRef(
+                    name=suite.name,
+                    version=suite.version,
+                    sha256=suite.sha256,
+                    path=_rel(suite.path),
+                    cases=len(suite.cases),
+                )
+            ],
+            thresholds=ThresholdsRef(
+                path=_rel(thresholds.path),
+                version=thresholds.version,
+                sha256=thresholds.sha256,
+                suite=thresholds.suite,
+                bad_judge_score=thresholds.bad_judge_score,
+            ),
+            config=config,
+            retrieval=factory.retriever_info(),
+            unlisted_models=factory.unlisted(
+                [*factory.prompt_refs_of(parts.prompt_versions), *factory.judge_prompt_refs()]
+                if config.allow_unlisted_model
+                else []
+            ),
+            shard=None
+            if config.shard is None
+            else ShardInfo(
+                index=parse_shard(config.shard)[0],
+                count=parse_shard(config.shard)[1],
+                cases=len(cases),
+                planned=planned,
+            ),
+        )
+        summary = build_summary(
+            run_id=run_id,
+            created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            meta=meta,
+            metric_specs=specs(),
+            parts=parts,
+            thresholds=thresholds,
+            totals=totals(
+                parts,
+                len(cases),
+                earlier_s + time.monotonic() - started,
+                workers.summed_stats(eng, earlier),
+            ),
+            partial_reason=stop_reason,
+            measured=select_metrics(config.metrics),
+        )
+        ids = {d.id for d in results}
+        cp = checkpoint
+        if not write:  # nothing written: the caller gets the cases from the checkpoint
+            full = Report(
+                **dict(summary),
+                cases=[CaseResult.model_validate_json(row) for row in cp.rows(ids)],
+            )
+            return RunOutcome(run_id, summary, None, None, calls, full=full, worker_rss_mb=rss)
+        # the cases go from the checkpoint to the file as they were stored (already
+        # validated and checked for NaN when saved), never all in memory at once
+        path, md = write_report_rows(summary, lambda: cp.rows(ids), out_dir or reports_dir())
+        checkpoint.set("report", str(path))
+        return RunOutcome(run_id, summary, path, md, calls, worker_rss_mb=rss)
+    finally:
+        if own is not None:
+            await own.aclose()
+        if checkpoint is not None:
+            checkpoint.close()
+
+
+def totals(
+    parts: SummaryParts, planned: int, duration_s: float, engine: EngineStats | None
+) -> Totals:
+    """The run's counts and costs (judge cost: what the judge samples recorded)."""
+    judge_cost, total_cost = parts.judge_cost_usd, parts.cost_usd
+    return Totals(
+        cases_planned=planned,
+        cases_done=parts.cases_done,
+        cases_with_errors=parts.cases_with_errors,
+        judge_errors=parts.judge_errors,  # judge samples that failed (not answer errors)
+        cost_usd=round(total_cost, 8),
+        candidate_cost_usd=round(max(total_cost - judge_cost, 0.0), 8),
+        judge_cost_usd=round(judge_cost, 8),
+        duration_s=round(duration_s, 3),
+        engine=engine,
+    )
+
+
+def _refs(refs: dict[str, dict[str, str | None]]) -> dict[str, PromptRef]:
+    return {pid: PromptRef(version=str(r["version"]), hash=r["hash"]) for pid, r in refs.items()}
+
+
+def _rel(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(repo_root()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _spent(engine: object) -> float:
+    """Money this process's engine has spent (cache hits excluded)."""
+    stats = getattr(engine, "stats", None)
+    return float(getattr(stats, "cost_usd", 0.0) or 0.0) if stats is not None else 0.0
+
+
+def _calls(engine: object) -> int:
+    stats = getattr(engine, "stats", None)
+    return int(getattr(stats, "calls", 0)) if stats is not None else 0
+
+
+def _finished_outcome(
+    checkpoint: Checkpoint, run_id: str, cases: Sequence[Case]
+) -> RunOutcome | None:
+    """The outcome of a run that already finished (every case done, its report on disk)."""
+    stored = checkpoint.get("report")
+    if not stored or not Path(stored).is_file():
+        return None
+    done = checkpoint.ids()
+    if any(c.id not in done for c in cases):
+        return None
+    path = Path(stored)
+    md = path.with_suffix(".md")
+    report = load_report(path)
+    return RunOutcome(run_id, report, path, md if md.is_file() else None, 0, True, full=report)
+
+
+def run_sync(config: RunConfig, **kw: Any) -> RunOutcome:
+    """:func:`run` from synchronous code (the CLI and pytest front ends)."""
+    return asyncio.run(run(config, **kw))

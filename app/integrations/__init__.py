@@ -1,0 +1,3 @@
+"""Integrations with outside services: :mod:`.langfuse` (a report uploaded as a Langfuse
+dataset run).
+"""
