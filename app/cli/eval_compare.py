@@ -4,7 +4,8 @@ The ``rag eval`` group (app/cli/eval.py) imports the two click commands defined 
 lazily: ``compare`` and ``diff_prompt`` (command name ``diff-prompt``).
 
 Exit codes: 0 ok, 1 a regression with ``--fail-on-regression``, 2 bad input (unreadable
-report, ruler mismatch without ``--allow-ruler-change``, unknown prompt version).
+report, ruler mismatch without ``--allow-ruler-change``, ground-truth mismatch without
+``--allow-truth-change``, unknown prompt version).
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ def _finish(comparison: Comparison, fail_on_regression: bool) -> None:
     is_flag=True,
     help="Compare even if the judge model, judge prompt or dataset version differ.",
 )
+@click.option(
+    "--allow-truth-change",
+    is_flag=True,
+    help="Compare even if the knowledge base, a prompt's content under one version name or "
+    "the resolved retriever differ (the table lists the differences).",
+)
 @click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), default=None)
 def compare(
     base: Path,
@@ -54,6 +61,7 @@ def compare(
     fmt: str,
     fail_on_regression: bool,
     allow_ruler_change: bool,
+    allow_truth_change: bool,
     out: Path | None,
 ) -> None:
     """Print the metric delta table of NEW against BASE (two eval report JSON files).
@@ -67,7 +75,12 @@ def compare(
     from app.eval.compare import compare_files, compare_reports
 
     if fmt != "html":
-        comparison = compare_files(base, new, allow_ruler_change=allow_ruler_change)
+        comparison = compare_files(
+            base,
+            new,
+            allow_ruler_change=allow_ruler_change,
+            allow_truth_change=allow_truth_change,
+        )
         _emit(comparison, fmt, out)
         _finish(comparison, fail_on_regression)
         return
@@ -81,6 +94,7 @@ def compare(
         base_name=str(base),
         new_name=str(new),
         allow_ruler_change=allow_ruler_change,
+        allow_truth_change=allow_truth_change,
     )
     target = out or new.with_name(f"compare_{base.stem}_vs_{new.stem}.html")
     written = export_compare(base_report, new_report, comparison, target)

@@ -17,7 +17,15 @@ from app.cli import options
 @click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path))
 @options.report_out
 @options.gate
-def merge_cmd(reports: tuple[Path, ...], out_dir: Path | None, gate: str) -> None:
+@click.option(
+    "--allow-truth-change",
+    is_flag=True,
+    help="Merge even if the shards' knowledge base, prompt content or resolved retriever "
+    "differ (the merged report lists the differences; compare prints them).",
+)
+def merge_cmd(
+    reports: tuple[Path, ...], out_dir: Path | None, gate: str, allow_truth_change: bool
+) -> None:
     """Merge the shard REPORTS of one run (`rag eval run --shard i/N`) into one report."""
     from app.cli.eval_summary import _print_summary, gate_exit_code
     from app.eval.report.io import load_report, report_filename, report_json, write_report
@@ -25,7 +33,7 @@ def merge_cmd(reports: tuple[Path, ...], out_dir: Path | None, gate: str) -> Non
     from app.paths import reports_dir
 
     loaded = [load_report(p) for p in reports]
-    merged = merge_reports(loaded)
+    merged = merge_reports(loaded, allow_truth_change=allow_truth_change)
     target = out_dir or reports_dir()
     existing = target / report_filename(merged.created_at, merged.run_id)
     if existing.exists() and existing.read_text(encoding="utf-8") == report_json(merged):

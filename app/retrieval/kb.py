@@ -26,10 +26,21 @@ Chunking rule (deterministic; changing it changes chunk ids, so it is versioned 
 4. Every chunk's text starts with its heading line (when it has one and does not already
    start with it), so a chunk read alone says what it is about.
 5. Chunks are numbered from 0 in document order: ``<kb>:<relative/posix/path>#<n>``.
+
+A chunk also records its *section*: the number of the heading it falls under (0 before the
+first heading) and the heading path (``("新员工入职指南", "试用期")``: each enclosing heading,
+outermost first, by the number of ``#``). A chunk never spans two sections. Chunk ids move
+when text is inserted before them; a golden label that must survive that is anchored to
+the passage, not the position (:mod:`app.retrieval.passages`).
+
+:func:`kb_fingerprint` is the content of a loaded KB as a report records it: a hash per
+document (path, title, ``acl``, body), one over all of them, and the chunker's and text
+analyser's versions — two runs with the same fingerprint retrieved from the same chunks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -40,6 +51,7 @@ import yaml
 from app.errors import DatasetError
 from app.limits import limit
 from app.safe_io import UnsafeInput, is_dir, read_text
+from app.text.analyser import ANALYSER_VERSION
 
 CHUNKER_VERSION = "1"
 MAX_CHARS = 400
@@ -72,6 +84,8 @@ class Chunk:
     acl: tuple[str, ...]
     text: str
     index: int
+    section: int = 0  # the heading it falls under, counted from 1 (0: before any heading)
+    heading_path: tuple[str, ...] = ()  # enclosing headings, outermost first
 
 
 @dataclass(frozen=True)
@@ -188,10 +202,24 @@ def _blocks(body: str) -> list[str]:
     return [b for b in blocks if b]
 
 
-def chunk_document(doc: Document, max_chars: int = MAX_CHARS) -> list[Chunk]:
-    """Cut a document into chunks by the rule in the module docstring."""
-    texts: list[tuple[str, str]] = []  # (heading, text)
+def heading_level(line: str) -> int:
+    """How many ``#`` a heading line starts with."""
+    return len(line) - len(line.lstrip("#"))
+
+
+def heading_text(line: str) -> str:
+    """A heading line without its ``#`` marks."""
+    return line.lstrip("# ").strip()
+
+
+def chunk_document(doc: Document, max_chars: int | None = None) -> list[Chunk]:
+    """Cut a document into chunks by the rule in the module docstring (``max_chars``:
+    :data:`MAX_CHARS` when not given, read at call time)."""
+    max_chars = MAX_CHARS if max_chars is None else max_chars
+    texts: list[tuple[str, str, int, tuple[str, ...]]] = []  # (heading, text, section, path)
     heading = ""
+    section = 0
+    stack: list[tuple[int, str]] = []  # (level, heading text) of the enclosing headings
     current: list[str] = []
 
     def close() -> None:
@@ -199,13 +227,18 @@ def chunk_document(doc: Document, max_chars: int = MAX_CHARS) -> list[Chunk]:
             text = "\n\n".join(current)
             if heading and not text.startswith(heading):
                 text = f"{heading}\n\n{text}"
-            texts.append((heading, text))
+            texts.append((heading, text, section, tuple(h for _, h in stack)))
             current.clear()
 
     for block in _blocks(doc.body):
         if _HEADING.match(block):
             close()
             heading = block
+            section += 1
+            level = heading_level(block)
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, heading_text(block)))
             current.append(heading)
             continue
         for piece in _split_long(block, max_chars):
@@ -219,29 +252,31 @@ def chunk_document(doc: Document, max_chars: int = MAX_CHARS) -> list[Chunk]:
             chunk_id=f"{doc.kb}:{doc.path}#{n}",
             doc_path=doc.path,
             title=doc.title,
-            heading=h.lstrip("# ").strip(),
+            heading=heading_text(h),
             acl=doc.acl,
             text=text,
             index=n,
+            section=sec,
+            heading_path=path,
         )
-        for n, (h, text) in enumerate(texts)
+        for n, (h, text, sec, path) in enumerate(texts)
     ]
 
 
 #: documents parsed in this process, by (KB name, path, text): a run checks its dataset
 #: against the KB and then builds its pipeline on it, and parses each file once (both are
 #: pure functions of these three; the records are frozen)
-_PARSED: dict[tuple[str, str, str], tuple[Document, tuple[Chunk, ...]]] = {}
+_PARSED: dict[tuple[str, str, str, int], tuple[Document, tuple[Chunk, ...]]] = {}
 _PARSED_MAX = 4096  # documents kept at most (then the memo starts again)
 
 
 def _parsed(kb_name: str, rel: str, raw: str) -> tuple[Document, tuple[Chunk, ...]]:
     """:func:`parse_document` and :func:`chunk_document` of one file (once per text)."""
-    key = (kb_name, rel, raw)
+    key = (kb_name, rel, raw, MAX_CHARS)
     hit = _PARSED.get(key)
     if hit is None:
         doc = parse_document(kb_name, rel, raw)
-        hit = (doc, tuple(chunk_document(doc)))
+        hit = (doc, tuple(chunk_document(doc, MAX_CHARS)))
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
         _PARSED[key] = hit
@@ -270,3 +305,30 @@ def load_kb(root: Path, name: str | None = None) -> KnowledgeBase:
         documents.append(doc)
         chunks.extend(doc_chunks)
     return KnowledgeBase(name=kb_name, root=root, documents=tuple(documents), chunks=tuple(chunks))
+
+
+def document_digest(doc: Document) -> str:
+    """sha256 of what a document's chunks are made of: path, title, ``acl`` and body."""
+    h = hashlib.sha256()
+    for part in (doc.path, doc.title, "\x1f".join(doc.acl), doc.body):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def kb_fingerprint(kb: KnowledgeBase) -> dict[str, object]:
+    """The content of ``kb`` as a report records it (see the module docstring): ``name``,
+    ``sha256`` over every document's digest, ``documents`` (path -> the first 16 hex digits
+    of its digest), ``chunks``, ``chunker`` (``"<version>/<max_chars>"``) and ``analyser``."""
+    digests = {doc.path: document_digest(doc) for doc in kb.documents}
+    total = hashlib.sha256()
+    for path in sorted(digests):
+        total.update(f"{path}\x00{digests[path]}\n".encode("utf-8", "surrogatepass"))
+    return {
+        "name": kb.name,
+        "sha256": total.hexdigest(),
+        "documents": {path: digests[path][:16] for path in sorted(digests)},
+        "chunks": len(kb.chunks),
+        "chunker": f"{CHUNKER_VERSION}/{MAX_CHARS}",
+        "analyser": ANALYSER_VERSION,
+    }

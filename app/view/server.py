@@ -86,8 +86,9 @@ class Viewer:
                 base_url = f"/compare/{q(a)}/{q(b)}"
                 if rest == []:
                     comparison = compare_reports(
-                        ea.report, eb.report, base_name=a, new_name=b, allow_ruler_change=True
-                    )
+                        ea.report, eb.report, base_name=a, new_name=b,
+                        allow_ruler_change=True, allow_truth_change=True,
+                    )  # fmt: skip
                     href = {c.id: f"{base_url}/case/{q(c.id)}" for c in eb.report.cases}
                     return pages.compare_page(
                         ea.report, eb.report, comparison, href,

@@ -14,7 +14,10 @@ computes the paired Δ, its significance and a verdict:
 
 Two reports measured with different rulers (judge model, judge prompt version/hash,
 dataset version/hash) are refused with :class:`~app.errors.ReportError` unless
-``allow_ruler_change=True``; then the title says so. Reports produced by an offline
+``allow_ruler_change=True``; then the title says so. Two reports measured against a
+different ground truth (knowledge-base content, a prompt's content under one version name,
+the retriever as resolved: :func:`app.eval.report.truth.truth_differences`) are refused
+unless ``allow_truth_change=True``; then the table lists the differences. Reports produced by an offline
 candidate or judge are labelled as offline-baseline numbers in the title.
 
 The package: :mod:`.rows` (pairing, statistics and the verdict rules; the tests themselves
@@ -57,6 +60,7 @@ from app.eval.compare.rows import (
 from app.eval.compare.rulers import judge_desc, prompt_labels, ruler_differences
 from app.eval.compare.table import LABEL, SYMBOL, Comparison, MetricDelta, TagRegression, Verdict
 from app.eval.report.records import MetricInfo, Report, ReportSummary
+from app.eval.report.truth import truth_differences, truth_unknowns
 from app.eval.stats import significance
 
 __all__ = [
@@ -84,6 +88,7 @@ def compare_reports(
     base_name: str = "base",
     new_name: str = "new",
     allow_ruler_change: bool = False,
+    allow_truth_change: bool = False,
     alpha: float = significance.ALPHA,
 ) -> Comparison:
     """Compare two loaded reports (see the module docstring for the rules)."""
@@ -95,6 +100,7 @@ def compare_reports(
         base_name=base_name,
         new_name=new_name,
         allow_ruler_change=allow_ruler_change,
+        allow_truth_change=allow_truth_change,
         alpha=alpha,
     )
 
@@ -108,6 +114,7 @@ def compare_views(
     base_name: str = "base",
     new_name: str = "new",
     allow_ruler_change: bool = False,
+    allow_truth_change: bool = False,
     alpha: float = significance.ALPHA,
 ) -> Comparison:
     """Compare two reports given as summary + case views (ids unique within each)."""
@@ -119,6 +126,19 @@ def compare_views(
             f"{judge_desc(new)}. Differences: " + "; ".join(diffs) + ". Re-run both with the "
             "same judge and dataset, or pass --allow-ruler-change to compare anyway."
         )
+    truth = truth_differences(base.meta, new.meta)
+    if truth and not allow_truth_change:
+        raise ReportError(
+            f"refusing to compare {base_name} and {new_name}: they were measured against a "
+            "different ground truth:\n" + "\n".join(f"  - {d}" for d in truth) + "\nRe-run "
+            "both on the same knowledge base, prompt content and retriever, or pass "
+            "--allow-truth-change to compare anyway (the table lists the differences)."
+        )
+    waived = [
+        f"{name} was merged from shards whose ground truth differed (--allow-truth-change): {d}"
+        for report, name in ((base, "base"), (new, "new"))
+        for d in report.meta.truth_waived
+    ]
     base_cases, new_cases = cases_by_id(base_list), cases_by_id(new_list)
     paired_ids = [cid for cid in base_cases if cid in new_cases]
     unpaired_base = tuple(cid for cid in base_cases if cid not in new_cases)
@@ -162,6 +182,7 @@ def compare_views(
         for report, name in ((base, base_name), (new, new_name))
         if report.partial
     ]
+    notes += truth_unknowns(base.meta, new.meta)
 
     offline = base.offline or new.offline
     base_label, new_label = prompt_labels(base, new, base_name, new_name)
@@ -170,6 +191,8 @@ def compare_views(
         title = "Offline-baseline numbers — " + title
     if diffs:
         title += " — ruler changed, compared with --allow-ruler-change"
+    if truth:
+        title += " — ground truth differs, compared with --allow-truth-change"
     tags.sort(key=lambda t: (not t.significant, t.p_value if t.p_value is not None else 1.0))
     return Comparison(
         base_label=base_label,
@@ -178,6 +201,7 @@ def compare_views(
         offline=offline,
         ruler_changed=bool(diffs),
         ruler_differences=tuple(diffs),
+        truth_differences=tuple([*truth, *waived]),
         paired=len(paired_ids),
         unpaired_base=unpaired_base,
         unpaired_new=unpaired_new,
@@ -205,7 +229,12 @@ def _answers_view(summary: ReportSummary, cases: Sequence[CaseView]) -> dict[str
 
 
 def compare_files(
-    base: Path, new: Path, *, allow_ruler_change: bool = False, alpha: float = significance.ALPHA
+    base: Path,
+    new: Path,
+    *,
+    allow_ruler_change: bool = False,
+    allow_truth_change: bool = False,
+    alpha: float = significance.ALPHA,
 ) -> Comparison:
     """:func:`compare_views` of two report files read with the lean reader
     (:func:`app.eval.report.stream.load_lean`); the same comparison as of the full reports."""
@@ -221,5 +250,6 @@ def compare_files(
         base_name=str(base),
         new_name=str(new),
         allow_ruler_change=allow_ruler_change,
+        allow_truth_change=allow_truth_change,
         alpha=alpha,
     )

@@ -22,6 +22,10 @@ def comparison_markdown(c: Comparison) -> str:
         lines += ["> **Ruler changed** — compared anyway (`--allow-ruler-change`):"]
         lines += [f"> - {d}" for d in c.ruler_differences]
         lines.append("")
+    if c.truth_differences:
+        lines += ["> **Ground truth differs** — compared anyway (`--allow-truth-change`):"]
+        lines += [f"> - {d}" for d in c.truth_differences]
+        lines.append("")
     lines += c.answers.markdown() if c.answers is not None else []
     lines += ["| metric | base | new | Δ | verdict |", "|---|---|---|---|---|"]
     for r in c.rows:

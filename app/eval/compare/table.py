@@ -86,6 +86,9 @@ class Comparison:
     rows: tuple[MetricDelta, ...]
     tag_regressions: tuple[TagRegression, ...]
     notes: tuple[str, ...] = field(default=())
+    #: ground-truth differences compared anyway (--allow-truth-change), and those a merged
+    #: report's shards were merged with
+    truth_differences: tuple[str, ...] = field(default=())
     answers: AnswerDelta | None = None  # answers changed k of N, offline-wording note
     alpha: float = significance.ALPHA
     methods: str = significance.METHODS

@@ -10,7 +10,11 @@ refused, naming the reason, when the shards do not make one run:
 * overlapping case ids, or cases missing from the plan;
 * mixed rulers (judge, judge samples, judge prompts, thresholds), prompt versions,
   datasets (name, version, content hash), models, code (git sha) or settings that decide
-  results (limit, k, seed, metrics, prompt overrides).
+  results (limit, k, seed, metrics, prompt overrides);
+* a different ground truth (:func:`~app.eval.report.truth.truth_differences`): knowledge-base
+  content, chunker or analyser, a prompt's content under one version name, the retriever as
+  resolved — every difference named; ``allow_truth_change`` merges anyway and records them
+  in the merged report's ``meta.truth_waived``.
 
 Idempotent: the merged run id and time derive from the shards', so merging the same shards
 again gives the same report (and the same file name). Engine counters are summed over the
@@ -27,6 +31,7 @@ from pathlib import Path
 from app.errors import ReportError
 from app.eval.config import operational_fields
 from app.eval.report.records import Report, RunMeta, Totals
+from app.eval.report.truth import truth_differences
 from app.llm.engine import EngineStats
 
 
@@ -56,8 +61,11 @@ def getattr_path(report: Report, label: str) -> object:
     return node.model_dump() if hasattr(node, "model_dump") else node
 
 
-def check_shards(reports: Sequence[Report]) -> tuple[int, int]:
-    """Refuse shards that do not form one run; return (shard count, planned cases)."""
+def check_shards(
+    reports: Sequence[Report], *, allow_truth_change: bool = False
+) -> tuple[int, int, list[str]]:
+    """Refuse shards that do not form one run; return (shard count, planned cases, the
+    ground-truth differences accepted with ``allow_truth_change``)."""
     if not reports:
         raise ReportError("give the shard reports to merge (rag eval merge REPORT…)")
     for r in reports:
@@ -125,6 +133,24 @@ def check_shards(reports: Sequence[Report]) -> tuple[int, int]:
                     f"prompt {pid}: shard {seen[1]} used {seen[0]}, shard {r.run_id} used "
                     f"{ref.version} — merge only shards of one run"
                 )
+    truth = [
+        d
+        for r in reports[1:]
+        for d in truth_differences(
+            reports[0].meta,
+            r.meta,
+            (f"shard {reports[0].run_id}", f"shard {r.run_id}"),
+            strict=True,
+        )
+    ]
+    if truth and not allow_truth_change:
+        raise ReportError(
+            "the shards did not run against the same ground truth:\n"
+            + "\n".join(f"  - {d}" for d in truth)
+            + "\nre-run the odd shard(s) on the same knowledge base, prompts and retriever, or "
+            "pass --allow-truth-change to merge anyway (the merged report lists the "
+            "differences)"
+        )
     ids: dict[str, str] = {}
     for r in reports:
         for c in r.cases:
@@ -137,7 +163,7 @@ def check_shards(reports: Sequence[Report]) -> tuple[int, int]:
         raise ReportError(
             f"the shards hold {len(ids)} cases, the plan has {planned}: cases are missing"
         )
-    return count, planned
+    return count, planned, truth
 
 
 def _add(a: object, b: object) -> object:
@@ -169,7 +195,7 @@ def _sum_stats(stats: Sequence[EngineStats | None]) -> EngineStats | None:
     return total
 
 
-def merge_reports(reports: Sequence[Report]) -> Report:
+def merge_reports(reports: Sequence[Report], *, allow_truth_change: bool = False) -> Report:
     """One report over every shard's cases (see the module docstring)."""
     from app.eval.report.io import build_report
     from app.eval.scoring.registry import specs
@@ -178,7 +204,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
 
     unique = list({r.run_id: r for r in reports}.values())  # the same file twice is one shard
     unique.sort(key=lambda r: r.meta.shard.index if r.meta.shard else 0)
-    _, planned = check_shards(unique)
+    _, planned, waived = check_shards(unique, allow_truth_change=allow_truth_change)
     first = unique[0]
     ref = first.meta.thresholds
     path = Path(ref.path)
@@ -198,6 +224,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
             "shard": None,
             "merged_from": [r.run_id for r in unique],
             "resumed_from": None,
+            "truth_waived": sorted({*first.meta.truth_waived, *waived}),
         }
     )
     cases = [c for r in unique for c in r.cases]

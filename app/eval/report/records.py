@@ -69,7 +69,10 @@ class PromptRef(Record):
 
 class GitState(Record):
     sha: str | None
+    #: uncommitted changes to tracked files, or any untracked file under the prompts, the
+    #: datasets or the knowledge base the run read (``untracked`` lists those)
     dirty: bool | None
+    untracked: list[str] = Field(default_factory=list)
 
 
 class CandidateInfo(Record):
@@ -93,6 +96,18 @@ class DatasetRef(Record):
     sha256: str
     path: str
     cases: int | None = Field(default=None, ge=0)
+
+
+class KbRef(Record):
+    """The knowledge base a run retrieved from (:func:`app.retrieval.kb.kb_fingerprint`)."""
+
+    name: str
+    path: str
+    sha256: str = Field(description="over every document's path, title, acl and body")
+    documents: dict[str, str] = Field(description="path -> 16 hex digits of its sha256")
+    chunks: int = Field(ge=0)
+    chunker: str = Field(description="chunker version / max characters per chunk")
+    analyser: str = Field(description="the text analyser's version")
 
 
 class ThresholdsRef(Record):
@@ -130,8 +145,13 @@ class RunMeta(Record):
     datasets: list[DatasetRef]
     thresholds: ThresholdsRef
     config: RunConfig
-    #: the retriever (bm25, or hybrid with its embedder and calibration constants)
+    #: the retriever as resolved (bm25, or hybrid with its embedder and calibration constants)
     retrieval: dict[str, Any] = Field(default_factory=dict)
+    #: the knowledge base's fingerprint (None: a report written before runs recorded it)
+    kb: KbRef | None = None
+    #: ground-truth differences a merge was told to accept (``--allow-truth-change``);
+    #: ``rag eval compare`` prints them
+    truth_waived: list[str] = Field(default_factory=list)
     #: (prompt, model, role) triples outside APPLICABLE_MODELS (--allow-unlisted-model)
     unlisted_models: list[dict[str, str]] = Field(default_factory=list)
     shard: ShardInfo | None = None  # set on a shard's report; None on a whole or merged run

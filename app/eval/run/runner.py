@@ -1,5 +1,9 @@
 """The evaluation runner: cases → pipeline → judges → metrics → checkpoint → report.
 
+The report's meta records what the numbers were measured against (``git`` with untracked
+content, the knowledge base's fingerprint, the datasets' hashes, each prompt's content hash
+and the retriever as resolved: :mod:`app.eval.run.provenance`).
+
 * async over cases through the :class:`~app.llm.engine.Engine` middleware (cache,
   retries, limits, cost); ``concurrency`` bounds the provider requests in flight (what a
   rate limit sees), and twice as many cases are worked on at once so those slots stay busy
@@ -25,7 +29,6 @@ import hashlib
 import logging
 import os
 import secrets
-import subprocess
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -43,7 +46,6 @@ from app.eval.report.records import (
     CaseResult,
     DatasetRef,
     FrontEnd,
-    GitState,
     JudgeInfo,
     PromptRef,
     Report,
@@ -58,6 +60,7 @@ from app.eval.run import workers
 from app.eval.run.case import CaseRun
 from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory
+from app.eval.run.provenance import content_dirs, git_state, kb_ref
 from app.eval.scoring.base import MetricContext
 from app.eval.scoring.judges import check_judge
 from app.eval.scoring.registry import select_metrics, specs
@@ -65,7 +68,7 @@ from app.eval.scoring.thresholds import load_thresholds
 from app.llm.engine import EngineStats
 from app.llm.spec import parse_provider
 from app.llm.types import EngineLike
-from app.paths import repo_root, reports_dir
+from app.paths import kb_dir, repo_root, reports_dir
 
 log = logging.getLogger(__name__)
 
@@ -153,29 +156,6 @@ class _Progress:
 def new_run_id(now: datetime | None = None) -> str:
     now = now or datetime.now(UTC)
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
-
-
-def git_state() -> GitState:
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=repo_root(),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=repo_root(),
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return GitState(sha=None, dirty=None)
-    return GitState(sha=sha, dirty=dirty)
 
 
 def load_run_dataset(config: RunConfig) -> Suite:
@@ -372,8 +352,9 @@ async def run(
         parts = summary_parts(results, specs(), config.seed)
         if stop_reason is None and len(results) < len(cases):
             stop_reason = f"{len(cases) - len(results)} case(s) not run"
+        kb_root = Path(config.kb_path) if config.kb_path else kb_dir()
         meta = RunMeta(
-            git=git_state(),
+            git=git_state(watched=content_dirs(suite.path, kb_root)),
             command=list(command),
             front_end=front_end,
             suite=suite.name,
@@ -411,6 +392,7 @@ async def run(
             ),
             config=config,
             retrieval=factory.retriever_info(),
+            kb=kb_ref(factory.kb, _rel(kb_root)),
             unlisted_models=factory.unlisted(
                 [*factory.prompt_refs_of(parts.prompt_versions), *factory.judge_prompt_refs()]
                 if config.allow_unlisted_model
@@ -484,10 +466,15 @@ def _refs(refs: dict[str, dict[str, str | None]]) -> dict[str, PromptRef]:
 
 
 def _rel(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(repo_root()).as_posix()
-    except ValueError:
-        return str(path)
+    """``path`` relative to the repository root (a link inside the root, such as a KB
+    folder linked in, is shown where it is linked), else as given."""
+    root = repo_root()
+    for candidate in (Path(os.path.abspath(path)), path.resolve()):
+        try:
+            return candidate.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return str(path)
 
 
 def _spent(engine: object) -> float:
