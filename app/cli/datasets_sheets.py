@@ -62,25 +62,33 @@ def import_cmd(
     note: str | None,
     lang: str | None,
 ) -> None:
-    """Read a CSV/XLSX sheet of SUITE's cases, check it, write the next version."""
+    """Read a CSV/XLSX sheet of SUITE's cases, check it, write the next version.
+
+    An unreleased draft (the newest file, not yet committed) is updated in place instead of
+    making a second new version; the note goes into its CHANGELOG entry either way.
+    """
     from app.eval.datasets.case import FILE_NAME_RE, available_suites
     from app.eval.datasets.check import suite_ids
+    from app.eval.datasets.messages import resolve_lang, say
     from app.eval.datasets.sheets import read_sheet, rows_to_jsonl
     from app.eval.datasets.versions import (
         CHANGELOG_STUB,
         append_changelog,
+        append_note,
         author,
+        is_released,
         next_version_name,
     )
     from app.paths import datasets_dir, kb_dir
     from app.retrieval.kb import load_kb
 
+    code = resolve_lang(lang)
     if not file.is_file():
         raise DatasetError(f"{file}: file not found — check the path")
     if FILE_NAME_RE.match(suite + "_v1.0.jsonl") is None:
         raise DatasetError(f"--suite {suite!r}: use a lower-case name such as smoke or hr_faq")
     folder = datasets_dir()
-    cases, letters, issues = read_sheet(file)
+    cases, letters, issues = read_sheet(file, lang=code)
     text, checked = rows_to_jsonl(
         cases,
         suite=suite,
@@ -88,17 +96,32 @@ def import_cmd(
         kb=load_kb(kb_dir()),
         letters=letters,
         other_ids=suite_ids(folder, besides=suite),
-        lang=lang,
+        lang=code,
     )
-    problems = issues + [i for i in checked if i.severity == "error"]
-    for issue in sorted(problems, key=lambda i: i.row):
+    every = issues + checked  # the warnings too: the expert sees what the check would say
+    for issue in sorted(every, key=lambda i: (i.row, i.severity != "error")):
         click.echo(issue.format(file.name))
+    problems = [i for i in every if i.severity == "error"]
+    warnings = len(every) - len(problems)
     if problems:
-        click.echo(f"{len(problems)} error(s): nothing written")
+        click.echo(say("sheet.errors", code, n=len(problems)))
         ctx.exit(1)
+    if warnings:
+        click.echo(say("sheet.warnings", code, n=warnings))
     versions = available_suites(folder).get(suite)
-    if out is None and versions and versions[-1][1].read_text(encoding="utf-8") == text:
-        click.echo(f"{len(cases)} cases, identical to {versions[-1][1].name}: nothing written")
+    newest = versions[-1][1] if versions else None
+    if out is None and newest is not None and newest.read_text(encoding="utf-8") == text:
+        click.echo(say("sheet.identical", code, n=len(cases), name=newest.name))
+        return
+    draft = out is None and newest is not None and not is_released(newest)
+    if draft and versions and newest is not None:
+        (major, minor), _ = versions[-1]
+        tmp = newest.with_name(f".{newest.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8", newline="\n")
+        os.replace(tmp, newest)  # the draft is not released: it is updated, not copied
+        line = note or f"imported `{file.name}` (`rag datasets import`)"
+        append_note(folder, suite, f"{major}.{minor}", line, who=author())
+        click.echo(say("sheet.wrote", code, target=newest, n=len(cases)))
         return
     if out is not None:
         target, title = out, None
@@ -123,4 +146,4 @@ def import_cmd(
             f"{title} — {day} — {author()}",
             f"imported from `{file.name}` (`rag datasets import`).\n\n- {note or CHANGELOG_STUB}",
         )
-    click.echo(f"wrote {target} ({len(cases)} cases)")
+    click.echo(say("sheet.wrote", code, target=target, n=len(cases)))

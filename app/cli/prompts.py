@@ -309,7 +309,10 @@ def new(name: str, root: Path | None, author: str | None) -> None:
     reg = _registry(root)
     path = new_version(reg, name, author=author)
     rel = path.relative_to(reg.root).as_posix()
-    click.echo(f"wrote {rel} (from the latest version; edit it, then `rag prompts check`)")
+    click.echo(
+        f"wrote {rel} (from the latest version; edit it, replace the TODO change summary, "
+        "then `rag prompts check`)"
+    )
     click.echo(
         "it is not released: set active in releases.toml and run `rag prompts lock` to ship it"
     )

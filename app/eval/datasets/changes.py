@@ -1,16 +1,20 @@
 """``rag datasets check --changed-since REV`` (seed 004 §11.3): a changed dataset needs a
-new version and a CHANGELOG.md entry naming it (not the stub ``new-version`` writes), and a
-file that existed at ``REV`` is released: it must not be edited in place or deleted."""
+new version and a CHANGELOG.md entry naming it (not the stub ``new-version`` writes), a
+file that existed at ``REV`` is released: it must not be edited in place or deleted, and a
+case whose content changed since ``REV`` raises its own ``version`` (seed 004 §7.2)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from app.errors import DatasetError
-from app.eval.datasets.case import CHANGELOG_STUB, parse_file_name
-from app.eval.datasets.issues import CheckResult, Sink, display
+from app.eval.datasets.case import CHANGELOG_STUB, iter_lines, parse_file_name
+from app.eval.datasets.issues import CheckResult, Sink, display, show
+from app.eval.datasets.versions import case_version, needs_new_version
 
 __all__ = ["check_changed_since", "git"]
 
@@ -36,6 +40,56 @@ def _entry(changelog: str, name: str, version: str) -> str | None:
         if heading.startswith("## ") and pattern.search(heading):
             return section
     return None
+
+
+def _cases(text: str) -> list[tuple[int, dict[str, Any]]]:
+    out = []
+    for number, line in iter_lines(text):
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue  # the line check reports it
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+            out.append((number, obj))
+    return out
+
+
+def _released_cases(root: Path, rev: str, rel: str, suite: str) -> dict[str, dict[str, Any]]:
+    """Each id's case as the suite had it at ``rev`` (a newer version file wins)."""
+    names = git(root, "ls-tree", "--name-only", f"{rev}:{rel}").stdout.split()
+    files = sorted(
+        (parsed[1], parsed[2], name)
+        for name in names
+        if (parsed := parse_file_name(name)) is not None and parsed[0] == suite
+    )
+    cases: dict[str, dict[str, Any]] = {}
+    for _, _, name in files:
+        old = git(root, "show", f"{rev}:{rel}/{name}")
+        if old.returncode == 0:
+            cases.update((str(obj["id"]), obj) for _, obj in _cases(old.stdout))
+    return cases
+
+
+def _check_case_versions(root: Path, rev: str, rel: str, name: str, result: CheckResult) -> None:
+    path = root / name
+    parsed = parse_file_name(path.name)
+    if parsed is None or not path.exists():
+        return
+    before = _released_cases(root, rev, rel, parsed[0])
+    sink = Sink(display(path), result)
+    for number, case in _cases(path.read_text(encoding="utf-8", errors="replace")):
+        old = before.get(str(case["id"]))
+        if old is not None and needs_new_version(old, case):
+            sink.add(
+                number,
+                "version",
+                "version-not-raised",
+                code="version-not-raised",
+                value=show(case["id"]),
+                rev=rev,
+                version=case_version(case),
+                next=case_version(old) + 1,
+            )
 
 
 def check_changed_since(rev: str, folder: Path, result: CheckResult) -> None:
@@ -82,6 +136,7 @@ def check_changed_since(rev: str, folder: Path, result: CheckResult) -> None:
             elif CHANGELOG_STUB in section:
                 log_sink.add(None, "", "changelog.stub", code="changelog", title=title)
     for name in datasets:
+        _check_case_versions(root, rev, rel, name, result)
         old = git(root, "show", f"{rev}:{name}")
         if old.returncode != 0:
             continue  # a new file: fine

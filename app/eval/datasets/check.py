@@ -30,6 +30,7 @@ from app.errors import DatasetError
 from app.eval.datasets.case import FILE_NAME_RE, Case, iter_lines, parse_file_name
 from app.eval.datasets.changes import check_changed_since
 from app.eval.datasets.fields import check_fields
+from app.eval.datasets.hints import Place
 from app.eval.datasets.issues import CheckResult, Issue, Sink, display, show
 from app.eval.datasets.lines import parse_line, split_lines
 from app.eval.datasets.meaning import check_meaning
@@ -255,12 +256,14 @@ def check_text(
     kb: KnowledgeBase | None = None,
     lang: Lang | str | None = None,
     other_ids: dict[str, tuple[str, str]] | None = None,
+    place: Place = "jsonl",
 ) -> CheckResult:
     """Check JSONL ``text`` as if it were a file of ``suite`` (the browser editor's check).
 
-    ``other_ids`` (id -> (suite, where)) are the ids of the other suites.
+    ``other_ids`` (id -> (suite, where)) are the ids of the other suites; ``place`` is where
+    the expert wrote the cases (the hints in the messages take its format).
     """
-    result = CheckResult(lang=resolve_lang(lang))
+    result = CheckResult(lang=resolve_lang(lang), place=place)
     checker = Checker(kb, result)
     checker.seen_ids.update(other_ids or {})
     checker.check_data(Sink(file, result), text.encode("utf-8", "surrogatepass"), suite)

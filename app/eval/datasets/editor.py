@@ -39,7 +39,6 @@ import datetime as dt
 import hashlib
 import json
 import os
-import subprocess
 import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -53,7 +52,13 @@ from app.eval.datasets.case import CASE_FIELDS, Case, available_suites, iter_lin
 from app.eval.datasets.check import check_text, suite_ids
 from app.eval.datasets.issues import CheckResult, Sink, show
 from app.eval.datasets.messages import FIELD_HINTS, Lang, resolve_lang
-from app.eval.datasets.versions import CHANGELOG_STUB, append_changelog, author, next_version_name
+from app.eval.datasets.versions import (
+    CHANGELOG_STUB,
+    append_changelog,
+    author,
+    is_released,
+    next_version_name,
+)
 from app.retrieval.kb import KnowledgeBase, can_read, load_kb
 
 __all__ = ["EditorState", "serve"]
@@ -82,21 +87,7 @@ class EditorState:
     def released(self, path: Path) -> bool:
         if os.path.realpath(path) in self.created:
             return False
-        proc = subprocess.run(
-            ["git", "ls-files", "--error-unmatch", "--", path.name],
-            cwd=path.parent,
-            capture_output=True,
-            check=False,
-        )
-        if proc.returncode == 0:
-            return True  # tracked: released once committed
-        inside = subprocess.run(
-            ["git", "rev-parse", "--is-inside-work-tree"],
-            cwd=path.parent,
-            capture_output=True,
-            check=False,
-        )
-        return inside.returncode != 0  # no git: every file we did not write is released
+        return is_released(path)
 
     def suites(self) -> list[dict[str, Any]]:
         rows = []

@@ -16,11 +16,11 @@ from pydantic_core import ErrorDetails
 
 from app.eval.datasets.case import CASE_FIELDS, Case, Turn
 from app.eval.datasets.issues import Sink, show, type_name
-from app.eval.datasets.messages import hint
 
 __all__ = ["check_fields", "field_label"]
 
 _TURN_FIELDS: tuple[str, ...] = tuple(Turn.model_fields)
+_REQUIRED = frozenset(n for n, f in Case.model_fields.items() if f.is_required())
 _TYPE_OF_ERROR = {
     "string_type": "string",
     "list_type": "array",
@@ -63,7 +63,7 @@ def _one(sink: Sink, line: int, err: ErrorDetails) -> None:
     label = field_label(loc)
     if isinstance(ctx.get("index"), int):  # a list validator names the item it refused
         label += f"[{ctx['index']}]"
-    what = hint(leaf if in_turn else top, sink.lang)
+    what = sink.hint(leaf if in_turn else top)
     if kind == "missing":
         sink.add(line, label, "missing-field", code="missing-field", hint=what)
     elif kind == "extra_forbidden":
@@ -114,7 +114,10 @@ def _one(sink: Sink, line: int, err: ErrorDetails) -> None:
         return  # a lone surrogate: reported, with its field, by app.limits.case_problems
     elif kind == "string_pattern_mismatch":
         key = _PATTERN_MESSAGE.get(top, "empty-text")
-        sink.add(line, label, key, code="bad-value", value=show(value))
+        fix = None
+        if key == "empty-text":  # a required text has no "leave it out"
+            fix = sink.say("empty-text.required.fix" if top in _REQUIRED else "empty-text.fix")
+        sink.add(line, label, key, code="bad-value", value=show(value), fix=fix)
     elif kind == "too_short":
         sink.add(line, label, "empty-list", code="bad-value", hint=what)
     elif kind == "string_too_long":

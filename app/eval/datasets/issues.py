@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from app.eval.datasets.hints import Place, hint
 from app.eval.datasets.messages import Lang, say
 
 Severity = Literal["error", "warning"]
@@ -47,6 +48,8 @@ class CheckResult:
     files: dict[str, int] = field(default_factory=dict)  # display path -> number of cases
     fatal: bool = False  # some input could not be read
     lang: Lang = "en"
+    #: where the expert writes the cases ("jsonl", "editor" or "sheet"): hints match it
+    place: Place = "jsonl"
     #: real path of each file checked -> (SHA-256 of its bytes, its valid cases in line
     #: order): what ``rag eval run`` loads, so a dataset is read and validated once
     loaded: dict[str, tuple[str, list[Any]]] = field(default_factory=dict, repr=False)
@@ -100,6 +103,10 @@ class Sink:
 
     def say(self, key: str, **values: object) -> str:
         return say(key, self.lang, **values)
+
+    def hint(self, field: str) -> str:
+        """What ``field`` holds, in the format of the place the cases are written."""
+        return hint(field, self.lang, self.result.place)
 
     def add_text(self, line: int | None, fld: str, message: str, fix: str, /, *, code: str) -> None:
         """Report an error whose words were made elsewhere (e.g. by :mod:`app.safe_io`)."""

@@ -9,6 +9,7 @@ import difflib
 from typing import Any
 
 from app.eval.datasets.issues import Sink, show
+from app.eval.datasets.items import LIST_FIELDS, looks_joined
 from app.retrieval.kb import KnowledgeBase, can_read
 from app.text.match import contains_any
 
@@ -73,6 +74,18 @@ def check_meaning(sink: Sink, line: int, obj: dict[str, Any], kb: KnowledgeBase 
     if refusal is not True and isinstance(golden, list | type(None)) and not golden_list:
         sink.add(line, "golden_chunk_ids", "no-chunks", code="no-chunks", severity="warning")
 
+    for fld in LIST_FIELDS:
+        items = obj.get(fld)
+        for n, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, str) and looks_joined(item):
+                sink.add(
+                    line,
+                    f"{fld}[{n}]",
+                    "list-item-joined",
+                    code="list-item-joined",
+                    severity="warning",
+                    value=show(item),
+                )
     must = obj.get("must_include")
     if texts and isinstance(must, list):
         for n, word in enumerate(must):

@@ -273,8 +273,12 @@ _TEXTS: dict[str, tuple[str, str]] = {
     "not-one-of.fix": ("use {hint}", "请使用 {hint}"),
     "empty-text": ("is empty", "是空的"),
     "empty-text.fix": (
-        "write the text, or leave the field out if it is optional",
-        "请填写文本；如果是可选字段，也可以删掉它",
+        "write the text, or leave the optional field out",
+        "请填写文本，或者删掉这个可选字段",
+    ),
+    "empty-text.required.fix": (
+        "write the text: this field is required",
+        "请填写文本：这是必填字段",
     ),
     "bad-chunk-id": ("{value} is not a chunk id", "{value} 不是片段 id"),
     "bad-chunk-id.fix": (
@@ -385,6 +389,14 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "use the exact wording of the document, or fix golden_chunk_ids",
         "请使用文档里的原文措辞，或修正 golden_chunk_ids",
     ),
+    "list-item-joined": (
+        "{value} looks like several items typed as one",
+        "{value} 看起来是把几项写成了一项",
+    ),
+    "list-item-joined.fix": (
+        'write each item as its own text in the list, e.g. ["24 小时", "8000"]',
+        '请把每一项写成列表里单独的文本，例如 ["24 小时", "8000"]',
+    ),
     "contradiction": ("{value} is also in must_include", "{value} 同时出现在 must_include 里"),
     "contradiction.fix": (
         "a word cannot be both required and forbidden; remove it from one list",
@@ -400,6 +412,31 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "add the earlier turns in history, or remove golden_rewrite",
         "请在 history 里补上之前的对话，或删掉 golden_rewrite",
     ),
+    # spreadsheets (rag datasets import)
+    "sheet.where": ("row {row}, column {column}", "第 {row} 行，{column}"),
+    "sheet.column": ("{letter} ({field})", "{letter} 列（{field}）"),
+    "sheet.unknown-column": (
+        "unknown field {name} in the header (the fields are: {known})",
+        "表头里有未知字段 {name}（可用的字段有：{known}）",
+    ),
+    "sheet.two-columns": ("this field has two columns", "这个字段有两列"),
+    "sheet.json-list": ("not a valid JSON list ({msg})", "不是合法的 JSON 列表（{msg}）"),
+    "sheet.turn": (
+        'line {n} of the cell does not start with "user:" or "assistant:"',
+        '单元格第 {n} 行没有以 "user:" 或 "assistant:" 开头',
+    ),
+    "sheet.bool": ("{value} is not true or false", "{value} 不是 true 或 false"),
+    "sheet.int": ("{value} is not a whole number", "{value} 不是整数"),
+    "sheet.errors": ("{n} error(s): nothing written", "{n} 个错误：没有写入任何文件"),
+    "sheet.warnings": (
+        "{n} warning(s): read them before you commit the file",
+        "{n} 个警告：提交文件之前请看一看",
+    ),
+    "sheet.identical": (
+        "{n} cases, identical to {name}: nothing written",
+        "{n} 个用例，与 {name} 完全相同：没有写入",
+    ),
+    "sheet.wrote": ("wrote {target} ({n} cases)", "已写入 {target}（{n} 个用例）"),
     # git rules
     "changelog": (
         "dataset file(s) changed since {rev} ({names}) but CHANGELOG.md did not",
@@ -426,6 +463,14 @@ _TEXTS: dict[str, tuple[str, str]] = {
     "changelog.stub.fix": (
         "replace the placeholder line with what changed and why",
         "请把占位的那一行换成改了什么、为什么",
+    ),
+    "version-not-raised": (
+        "case {value} changed since {rev} but its version is still {version}",
+        "用例 {value} 自 {rev} 以来内容有改动，但 version 仍是 {version}",
+    ),
+    "version-not-raised.fix": (
+        "set version to {next} (the editor raises it itself when it saves)",
+        "请把 version 改为 {next}（用编辑器保存时会自动加 1）",
     ),
     "released-deleted": (
         "released dataset deleted since {rev}",

@@ -4,14 +4,18 @@ One row per case, one column per field (the header row names the fields). A cell
 
 * a text as it is; an empty cell means "field left out";
 * a list (``acl``, ``tags``, ``golden_chunk_ids``, ``must_include``, …) as items separated by
-  ``;`` or ``；`` (export writes ``; ``); ``[]`` is an empty list that is present;
+  ``;`` (export writes ``; ``); import reads every form the editor takes — ``；`` ``，`` ``、``
+  ``,`` or line breaks, a JSON list (:func:`app.eval.datasets.items.parse_items`); ``[]`` is an
+  empty list that is present;
 * ``history`` as one turn per line, ``user: …`` / ``assistant: …``;
-* ``expected_refusal`` as ``true`` / ``false``, ``version`` as a whole number.
+* ``expected_refusal`` as ``true`` / ``false`` (import also takes ``是`` / ``否``), ``version``
+  as a whole number.
 
-Where a value cannot be written that way without loss (an item holding ``;``, a turn holding a
-line break) the cell holds the JSON array instead, which import reads back. So the round trip
+Where a value cannot be written that way without loss (an item holding a separator, a turn
+holding a line break) the cell holds the JSON array instead, which import reads back. So the round trip
 loses nothing: importing an export gives the same JSONL bytes for every shipped suite. An
-import is checked like ``rag datasets check`` and every problem names the row and column.
+import is checked like ``rag datasets check`` (hints in the cell format) and every problem,
+warnings included, names the row and column, in the language of the run.
 CSV is written as UTF-8 with a BOM (so Excel shows Chinese); import accepts either. A CSV
 cell that a spreadsheet would run as a formula (it starts with ``= + - @``, a tab or a CR: CSV
 injection) is written with a leading ``'``, which import takes off again (:func:`guard_cell`);
@@ -33,7 +37,9 @@ from typing import Any
 from app.errors import DatasetError
 from app.eval.datasets.case import CASE_FIELDS, Suite
 from app.eval.datasets.check import check_text
-from app.eval.datasets.messages import FIELD_HINTS
+from app.eval.datasets.hints import hint, label
+from app.eval.datasets.items import parse_items
+from app.eval.datasets.messages import Lang, resolve_lang, say
 from app.retrieval.kb import KnowledgeBase
 
 __all__ = ["COLUMNS", "SheetIssue", "export_rows", "read_sheet", "rows_to_jsonl", "write_sheet"]
@@ -67,7 +73,6 @@ LISTS = {
     "acl",
     "tags",
 }
-_SPLIT = re.compile(r"[;；]")
 _TURN = re.compile(r"^(user|assistant)\s*[:：] ?(.*)$", re.S)
 
 
@@ -77,9 +82,17 @@ class SheetIssue:
     column: str  # field name, with its letter
     message: str
     severity: str = "error"
+    lang: Lang = "en"
 
     def format(self, file: str) -> str:
-        return f"{file}: row {self.row}, column {self.column}: {self.message}"
+        where = say("sheet.where", self.lang, row=self.row, column=self.column)
+        warn = say("warning", self.lang) if self.severity == "warning" else ""
+        colon = "：" if self.lang == "zh" else ": "
+        return f"{file}{colon}{where}{colon}{warn}{self.message}"
+
+
+def _column(letter: str, field: str, lang: Lang) -> str:
+    return say("sheet.column", lang, letter=letter, field=label(field, lang))
 
 
 def _letter(index: int) -> str:
@@ -95,8 +108,9 @@ def _letter(index: int) -> str:
 def _cell(name: str, value: Any) -> Any:
     if name in LISTS:
         items = [str(v) for v in value]
-        plain = items and all(v == v.strip() and v and not _SPLIT.search(v) for v in items)
-        return "; ".join(items) if plain else json.dumps(value, ensure_ascii=False)
+        joined = "; ".join(items)
+        plain = items and parse_items(joined) == items  # import reads it back as it was
+        return joined if plain else json.dumps(value, ensure_ascii=False)
     if name == "history":
         lines = [f"{t['role']}: {t['content']}" for t in value]
         plain = value and all("\n" not in t["content"] and "\r" not in t["content"] for t in value)
@@ -161,10 +175,12 @@ def write_sheet(rows: list[list[Any]], path: Path, kind: str, *, lang: str = "en
             40 if name in {"question", "golden_answer", "history"} else 18
         )
     help_ws = wb.create_sheet("help")
-    help_ws.append(["field", "what it holds" if lang != "zh" else "含义"])
+    code: Lang = "zh" if lang == "zh" else "en"
+    help_ws.append(
+        ["field", "what it holds, in a cell"] if code == "en" else ["字段", "单元格里怎么写"]
+    )
     for name in COLUMNS:
-        en, zh = FIELD_HINTS[name]
-        help_ws.append([name, zh if lang == "zh" else en])
+        help_ws.append([label(name, code), hint(name, code, "sheet")])
     wb.save(path)
 
 
@@ -204,48 +220,54 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _parse(name: str, raw: str, row: int, col: str, issues: list[SheetIssue]) -> Any:
+_TRUE = {"true", "是", "真", "yes"}
+_FALSE = {"false", "否", "假", "no"}
+
+
+def _parse(name: str, raw: str, row: int, col: str, issues: list[SheetIssue], lang: Lang) -> Any:
     """The field's value from its cell text (raises nothing; appends to ``issues``)."""
-    if name in LISTS or name == "history":
+
+    def problem(key: str, **values: object) -> None:
+        text = say(key, lang, **values) + say("sep", lang) + hint(name, lang, "sheet")
+        issues.append(SheetIssue(row, col, text, lang=lang))
+
+    if name in LISTS:
+        return parse_items(raw)
+    if name == "history":
         if raw.lstrip().startswith("["):
             try:
                 return json.loads(raw)
             except json.JSONDecodeError as exc:
-                issues.append(SheetIssue(row, col, f"not a valid JSON list ({exc.msg})"))
+                problem("sheet.json-list", msg=exc.msg)
                 return None
-        if name == "history":
-            turns = []
-            for n, line in enumerate(raw.splitlines(), start=1):
-                m = _TURN.match(line)
-                if m is None:
-                    issues.append(
-                        SheetIssue(
-                            row,
-                            col,
-                            f'line {n} of the cell does not start with "user:" or "assistant:"',
-                        )
-                    )
-                    return None
-                turns.append({"role": m.group(1), "content": m.group(2)})
-            return turns
-        return [item.strip() for item in _SPLIT.split(raw) if item.strip()]
+        turns = []
+        for n, line in enumerate(raw.splitlines(), start=1):
+            m = _TURN.match(line)
+            if m is None:
+                problem("sheet.turn", n=n)
+                return None
+            turns.append({"role": m.group(1), "content": m.group(2)})
+        return turns
     if name == "expected_refusal":
         low = raw.strip().lower()
-        if low in {"true", "false"}:
-            return low == "true"
-        issues.append(SheetIssue(row, col, f"{raw!r} is not true or false"))
+        if low in _TRUE | _FALSE:
+            return low in _TRUE
+        problem("sheet.bool", value=repr(raw))
         return None
     if name == "version":
         if raw.strip().isdigit():
             return int(raw.strip())
-        issues.append(SheetIssue(row, col, f"{raw!r} is not a whole number"))
+        problem("sheet.int", value=repr(raw))
         return None
     return raw
 
 
-def read_sheet(path: Path) -> tuple[list[dict[str, Any]], dict[str, str], list[SheetIssue]]:
+def read_sheet(
+    path: Path, *, lang: str | None = None
+) -> tuple[list[dict[str, Any]], dict[str, str], list[SheetIssue]]:
     """The cases of a sheet (one per non-empty row), each field's column letter, and the cell
-    problems found."""
+    problems found (in ``lang``)."""
+    code = resolve_lang(lang)
     rows = _raw_rows(path)
     issues: list[SheetIssue] = []
     if not rows:
@@ -255,12 +277,12 @@ def read_sheet(path: Path) -> tuple[list[dict[str, Any]], dict[str, str], list[S
     for i, name in enumerate(header):
         if not name:
             continue
+        where = _column(_letter(i), name, code)
         if name not in COLUMNS:
-            issues.append(
-                SheetIssue(1, f"{_letter(i)} ({name})", f"unknown field {name!r} in the header")
-            )
+            text = say("sheet.unknown-column", code, name=repr(name), known=", ".join(COLUMNS))
+            issues.append(SheetIssue(1, where, text, lang=code))
         elif name in [n for _, n in columns]:
-            issues.append(SheetIssue(1, f"{_letter(i)} ({name})", "this field has two columns"))
+            issues.append(SheetIssue(1, where, say("sheet.two-columns", code), lang=code))
         else:
             columns.append((i, name))
     cases: list[dict[str, Any]] = []
@@ -274,7 +296,7 @@ def read_sheet(path: Path) -> tuple[list[dict[str, Any]], dict[str, str], list[S
             if raw == "":
                 continue
             i = next(i for i, n in columns if n == name)
-            value = _parse(name, raw, r, f"{_letter(i)} ({name})", issues)
+            value = _parse(name, raw, r, _column(_letter(i), name, code), issues, code)
             if value is not None:
                 case[name] = value
         case["__row__"] = r
@@ -302,11 +324,18 @@ def rows_to_jsonl(
         kb=kb,
         lang=lang,
         other_ids=other_ids,
+        place="sheet",
     )
+    code = result.lang
     issues = []
     for issue in result.issues:
         row = int(cases[issue.line - 1]["__row__"]) if issue.line else 1
         field = issue.field.split("[", 1)[0].split(".", 1)[0]
-        column = f"{letters[field]} ({issue.field})" if field in letters else issue.field or "-"
-        issues.append(SheetIssue(row, column, f"{issue.message} — {issue.fix}", issue.severity))
+        column = (
+            _column(letters[field], issue.field, code)
+            if field in letters
+            else label(issue.field, code) or "-"
+        )
+        message = f"{issue.message}{say('sep', code)}{issue.fix}"
+        issues.append(SheetIssue(row, column, message, issue.severity, code))
     return text, issues

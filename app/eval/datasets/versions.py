@@ -13,14 +13,80 @@ from __future__ import annotations
 import datetime as dt
 import getpass
 import os
+import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from app.errors import DatasetError
 from app.eval.datasets.case import CHANGELOG_STUB, available_suites
 from app.paths import datasets_dir
 
-__all__ = ["CHANGELOG_STUB", "author", "new_version", "next_version_name"]
+__all__ = [
+    "CHANGELOG_STUB",
+    "append_changelog",
+    "append_note",
+    "author",
+    "case_version",
+    "content_changed",
+    "is_released",
+    "needs_new_version",
+    "new_version",
+    "next_version_name",
+    "raise_versions",
+]
+
+
+def case_version(case: dict[str, Any]) -> int:
+    """A case's ``version`` (1 when it has none, as seed 004 §7.2 counts from 1)."""
+    value = case.get("version", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def content_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a case's content differs, ``version`` itself aside."""
+    strip = {"version"}
+    return {k: v for k, v in old.items() if k not in strip} != {
+        k: v for k, v in new.items() if k not in strip
+    }
+
+
+def needs_new_version(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """A case whose content changed since ``old`` and whose ``version`` was not raised."""
+    return content_changed(old, new) and case_version(new) <= case_version(old)
+
+
+def raise_versions(cases: list[dict[str, Any]], released: dict[str, dict[str, Any]]) -> list[str]:
+    """Raise, in place, the ``version`` of every case whose content differs from the released
+    case with its id (``released``: id -> case) and was not raised yet; return their ids."""
+    raised = []
+    for case in cases:
+        old = released.get(str(case.get("id")))
+        if old is not None and "__raw__" not in case and needs_new_version(old, case):
+            case["version"] = case_version(old) + 1
+            raised.append(str(case["id"]))
+    return raised
+
+
+def is_released(path: Path) -> bool:
+    """A dataset file is released once git tracks it; outside a git work tree every file is
+    (nothing tells a draft apart there). An untracked file in a work tree is a draft: the
+    editor's or an import's next version, not yet committed."""
+    proc = subprocess.run(
+        ["git", "ls-files", "--error-unmatch", "--", path.name],
+        cwd=path.parent,
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode == 0:
+        return True
+    inside = subprocess.run(
+        ["git", "rev-parse", "--is-inside-work-tree"],
+        cwd=path.parent,
+        capture_output=True,
+        check=False,
+    )
+    return inside.returncode != 0
 
 
 def author() -> str:
@@ -49,7 +115,36 @@ def append_changelog(folder: Path, title: str, body: str) -> None:
     """Append ``## title`` + ``body`` to ``folder/CHANGELOG.md`` (created when missing)."""
     path = folder / "CHANGELOG.md"
     old = path.read_text(encoding="utf-8") if path.exists() else "# Golden datasets — changelog\n"
-    text = old.rstrip("\n") + f"\n\n## {title}\n\n{body.rstrip()}\n"
+    _write_changelog(path, old.rstrip("\n") + f"\n\n## {title}\n\n{body.rstrip()}\n")
+
+
+def append_note(folder: Path, suite: str, version: str, note: str, *, who: str = "") -> None:
+    """Add ``- note`` to the CHANGELOG.md entry of ``suite v<version>`` (a later save of the
+    same draft): the stub line, if still there, becomes the note. Without an entry, one is
+    added. Every save's note reaches the CHANGELOG this way."""
+    path = folder / "CHANGELOG.md"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    heading = re.compile(
+        rf"(?m)^## (?:.*[ ,])?{re.escape(suite)}[ _]v{re.escape(version)}(?![\w.]).*$"
+    )
+    found = heading.search(text)
+    line = f"- {note.strip() or CHANGELOG_STUB}"
+    if found is None:
+        day = dt.datetime.now(dt.UTC).date().isoformat()
+        append_changelog(folder, f"{suite} v{version} — {day} — {who or author()}", line)
+        return
+    nxt = re.compile(r"(?m)^## ").search(text, found.end())
+    end = nxt.start() if nxt else len(text)
+    section = text[found.start() : end]
+    stub = f"- {CHANGELOG_STUB}"
+    if stub in section and note.strip():
+        section = section.replace(stub, line, 1)
+    else:
+        section = section.rstrip("\n") + f"\n{line}\n" + ("\n" if nxt else "")
+    _write_changelog(path, text[: found.start()] + section + text[end:])
+
+
+def _write_changelog(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)

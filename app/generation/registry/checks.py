@@ -6,6 +6,7 @@ Per-module rules run on :class:`~app.generation.registry.loader.LoadedModule` re
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -30,6 +31,9 @@ def check_module(mod: LoadedModule) -> None:
                 mod.add("P003", issue.line, f"header field {keys} is missing or empty")
             else:
                 mod.add("P022", issue.line, f"header {issue.field} line: {issue.detail}")
+        for change in mod.header.changes:  # `rag prompts new` writes a TODO to be replaced
+            if re.match(r"(?i)todo\b", change.summary):
+                mod.add("P029", change.line, f"v{change.version} change summary is a placeholder")
     if mod.version == 0:
         return  # bad file name: P021 already says so; the rest needs a version
     expected = f"{mod.slug}_v{mod.version}"

@@ -5,7 +5,7 @@ For every prompt module changed since a git revision, :func:`review_changes` ans
 ===========================  ==========================================================
 versioned file name          ``<slug>_v<N>.py`` and ``VERSION`` agree (no P001/P021)
 complete header              docstring header with author + date, change summary and
-                             an evaluation baseline (no P002/P003/P004/P022)
+                             an evaluation baseline (no P002/P003/P004/P022/P029)
 declared models              ``APPLICABLE_MODELS`` non-empty and on the header (P005/P006)
 fixtures passing             3–5 well-formed fixtures (P007/P008), each renders for the
                              first declared model (the live answer check is
@@ -191,7 +191,7 @@ def review_module(
     items.append(
         _item("versioned file name", _codes(mine, ("P001", "P021")), f"{Path(mod.rel).name}")
     )
-    header_problems = _codes(mine, ("P002", "P003", "P004", "P022"))
+    header_problems = _codes(mine, ("P002", "P003", "P004", "P022", "P029"))
     header = mod.header
     if header is not None and not header_problems:
         if header.author is None or header.author.date is None:

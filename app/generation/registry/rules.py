@@ -138,6 +138,11 @@ _RULES: tuple[Rule, ...] = (
         "Make it a regular UTF-8 text file within the size limit (docs/limits.md).",
     ),
     Rule(
+        "P029",
+        "change-summary-placeholder",
+        "Replace the TODO line under 变更摘要 / Changes with what changed in this version and why.",
+    ),
+    Rule(
         "P027",
         "baseline-mismatch",
         "Copy the recorded numbers (reports/baselines/…) into the header, or record the report the header quotes.",

@@ -101,7 +101,7 @@ def test_errors_name_row_and_column(tmp_path: Path) -> None:
         tmp_path / "bad.csv",
         [
             row(),
-            row(id="t-002", expected_refusal="yes"),
+            row(id="t-002", expected_refusal="maybe"),
             row(id="t-003", acl="staff"),
             row(id="t-001"),
             row(id="t-005", history="bot: hi"),
@@ -111,7 +111,7 @@ def test_errors_name_row_and_column(tmp_path: Path) -> None:
     _, checked = rows_to_jsonl(cases, suite="t", file="bad.csv", kb=kb(), letters=letters)
     shown = [i.format("bad.csv") for i in [*issues, *checked] if i.severity == "error"]
     assert any(
-        s.startswith("bad.csv: row 3, column K (expected_refusal): 'yes' is not true")
+        s.startswith("bad.csv: row 3, column K (expected_refusal): 'maybe' is not true")
         for s in shown
     )
     assert any(

@@ -168,3 +168,18 @@ def test_changed_since_needs_an_entry_naming_the_new_version(repo: Path) -> None
     with (repo / "CHANGELOG.md").open("a", encoding="utf-8") as fh:
         fh.write("\n## smoke v1.10\n- another file\n")  # names a different version
     assert changed(repo) == [("CHANGELOG.md", None, "changelog")]
+
+
+def test_changed_since_a_case_whose_content_changed_raises_its_version(repo: Path) -> None:
+    """A golden_answer changed in the next version without raising the case's version is
+    an error naming the line (it used to pass); raising it to 2 clears it."""
+    edited = valid_case("s-1", golden_answer="身份证、学历证书。")
+    write(repo / "smoke_v1.1.jsonl", edited, valid_case("s-2"))
+    with (repo / "CHANGELOG.md").open("a", encoding="utf-8") as fh:
+        fh.write("\n## smoke v1.1 — 2026-12-02 — t\n\n- s-1: shorter answer; s-2 added\n")
+    result = check_paths(None, folder=repo, kb_root=KB_ROOT, changed_since="HEAD", lang="zh")
+    [issue] = [i for i in result.issues if i.code == "version-not-raised"]
+    assert (Path(issue.file).name, issue.line, issue.field) == ("smoke_v1.1.jsonl", 1, "version")
+    assert "version 仍是 1" in issue.message and "改为 2" in issue.fix
+    write(repo / "smoke_v1.1.jsonl", {**edited, "version": 2}, valid_case("s-2"))
+    assert changed(repo) == []

@@ -165,6 +165,12 @@ def test_new_version(lib: Path, rag: Rag) -> None:
     assert "版本: v3\n" in v3
     assert f"最近修改: 测试员 ({today})\n" in v3
     assert f"变更摘要:\n- v3 ({today}): TODO 描述本次变更\n- v2 (2026-05-10)" in v3
+    # the TODO change summary is a violation (P029) until it says what changed
+    r = rag("prompts", "check", "--root", str(lib))
+    assert r.code == 1 and "P029" in r.out and "system/kb_qa_v3.py:" in r.out, r.out
+    (lib / "system" / "kb_qa_v3.py").write_text(
+        v3.replace("TODO 描述本次变更", "拒答更明确"), encoding="utf-8"
+    )
     # the new draft passes the checks (it is not released, so nothing else changes)
     r = rag("prompts", "check", "--root", str(lib))
     assert r.code == 0, r.out
@@ -183,7 +189,10 @@ def test_new_on_english_header_without_modified_line(lib: Path) -> None:
         "Modified: tester (2026-07-01)\nChanges:\n- v2 (2026-07-01): TODO describe the change\n"
         in text
     )
-    assert not [v for v in build_registry(lib).check() if v.file == "summary/summarize_en_v2.py"]
+    mine = [v for v in build_registry(lib).check() if v.file == "summary/summarize_en_v2.py"]
+    assert [(v.code, v.line) for v in mine] == [
+        ("P029", text[: text.index("TODO")].count("\n") + 1)
+    ]
 
 
 def test_rollback_is_one_line(lib: Path, rag: Rag) -> None:
@@ -233,6 +242,15 @@ def _git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
+def fill_todo(path: Path) -> None:
+    """Write the change summary `rag prompts new` leaves as a TODO."""
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace("TODO 描述本次变更", "更清楚").replace("TODO describe the change", "clearer"),
+        encoding="utf-8",
+    )
+
+
 @pytest.fixture
 def repo(lib: Path) -> Path:
     _git(lib, "init", "-q")
@@ -250,15 +268,21 @@ def test_changed_since_released_edited_in_place(repo: Path, rag: Rag) -> None:
     assert codes == [("P023", "rewrite/multi_query_v1.py")]
     # a new version is not an in-place edit
     _git(repo, "checkout", "-q", "--", ".")
-    new_version(build_registry(repo), "rewrite/multi_query", author="t")
+    path = new_version(build_registry(repo), "rewrite/multi_query", author="t")
+    # its TODO change summary fails the check and the review until it is written
+    r = rag("prompts", "check", "--root", str(repo), "--changed-since", "HEAD")
+    assert r.code == 1 and "P029" in r.out, r.out
+    r = rag("prompts", "review", "--root", str(repo), "--changed-since", "HEAD")
+    assert "P029" in r.out, r.out
+    fill_todo(path)
     r = rag("prompts", "check", "--root", str(repo), "--changed-since", "HEAD")
     assert r.code == 0, r.out
 
 
 def test_changed_since_moving_the_ruler(repo: Path, rag: Rag) -> None:
     reg = build_registry(repo)
-    new_version(reg, "judge/faithfulness", author="t")
-    new_version(reg, "system/kb_qa", author="t")
+    fill_todo(new_version(reg, "judge/faithfulness", author="t"))
+    fill_todo(new_version(reg, "system/kb_qa", author="t"))
     r = rag("prompts", "check", "--root", str(repo), "--changed-since", "HEAD", "--json")
     assert r.code == 1
     vs = json.loads(r.out)["violations"]
