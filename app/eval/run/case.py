@@ -10,8 +10,10 @@ record (its engine counters so far, under its own ``process:`` key), and return 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from app.eval.config import RunConfig
 from app.eval.datasets.case import Case
@@ -19,13 +21,19 @@ from app.eval.report.records import CaseResult
 from app.eval.report.summary import CaseDigest, digest
 from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory, observe_case
-from app.eval.run.workers import process_record
 from app.eval.scoring.base import MetricContext, Score
 from app.eval.scoring.generation import REWRITE_EQUIVALENCE, rewrite_matches
-from app.eval.scoring.judge_table import JudgeInput, judge, judge_table
+from app.eval.scoring.judge_table import JudgeInput
 from app.eval.scoring.judges import JudgeConfig, gather, in_process, score_judge
-from app.eval.scoring.registry import red_line_metrics, score_case, select_metrics
+from app.eval.scoring.table import (
+    judge,
+    judge_table,
+    red_line_metrics,
+    score_case,
+    select_metrics,
+)
 from app.generation.pipeline.trace import Trace
+from app.llm.engine_stats import EngineStats
 from app.llm.types import EngineLike
 from app.redact import redact
 
@@ -131,3 +139,40 @@ def _result(
         red_lines=red,
         cost_usd=round(cost, 8),
     )
+
+
+# --- the processes' records in the checkpoint (also what --resume sums) -----------------
+
+
+def process_record(
+    engine: object, started: float, *, worker_of: str | None = None
+) -> dict[str, Any]:
+    """What a process of a run records with each case it commits: its engine counters and
+    how long it has run (a worker process records 0 s: its time is within the main
+    process's, and a resumed run sums the processes' durations)."""
+    stats = getattr(engine, "stats", None)
+    record: dict[str, Any] = {
+        "engine": stats.as_dict() if isinstance(stats, EngineStats) else None,
+        "duration_s": 0.0 if worker_of else round(time.monotonic() - started, 3),
+    }
+    if worker_of:
+        record["worker_of"] = worker_of
+    return record
+
+
+def process_stats(record: dict[str, Any]) -> EngineStats | None:
+    data = record.get("engine")
+    if not isinstance(data, dict):
+        return None
+    known = {k: v for k, v in data.items() if k in EngineStats.__dataclass_fields__}
+    return EngineStats(**known)
+
+
+def summed_stats(engine: object, others: list[EngineStats | None]) -> EngineStats | None:
+    """This process's counters plus those every other process of the run recorded."""
+    stats = getattr(engine, "stats", None)
+    mine = stats.copy() if isinstance(stats, EngineStats) else None  # None: a test double
+    parts = [p for p in others if p is not None]
+    if mine is None:
+        return EngineStats.summed(parts) if parts else None
+    return EngineStats.summed([*parts, mine]) if parts else mine

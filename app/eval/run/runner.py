@@ -57,13 +57,13 @@ from app.eval.report.records import (
 )
 from app.eval.report.summary import CaseDigest, SummaryParts, digest, summary_parts
 from app.eval.run import workers
-from app.eval.run.case import CaseRun
+from app.eval.run.case import CaseRun, process_stats, summed_stats
 from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory
 from app.eval.run.provenance import content_dirs, git_state, kb_ref
 from app.eval.scoring.base import MetricContext
 from app.eval.scoring.judges import check_judge
-from app.eval.scoring.registry import select_metrics, specs
+from app.eval.scoring.table import select_metrics, specs
 from app.eval.scoring.thresholds import load_thresholds
 from app.llm.engine import EngineStats
 from app.llm.spec import parse_provider
@@ -264,7 +264,7 @@ async def run(
             checkpoint.commit_every = CHECKPOINT_GROUP
         base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
         process_key = f"process:{secrets.token_hex(4)}"
-        earlier = [workers.process_stats(p) for p in checkpoint.processes(except_key=process_key)]
+        earlier = [process_stats(p) for p in checkpoint.processes(except_key=process_key)]
         earlier_s = sum(float(p.get("duration_s", 0.0) or 0.0) for p in checkpoint.processes())
         judges = sorted(n for n, spec in specs().items() if spec.kind == "judge")
         bar = thresholds.bad_judge_score
@@ -338,7 +338,7 @@ async def run(
                 workers.absorb(pool, finished, reported)
                 workers.recover(lost, checkpoint, todo, pending, finished, judges, bar, reported)
                 await asyncio.gather(*(worker() for _ in range(max(1, tasks))))
-                earlier = [workers.process_stats(p) for p in checkpoint.processes(process_key)]
+                earlier = [process_stats(p) for p in checkpoint.processes(process_key)]
         finally:
             if pool is not None:
                 pool.close()
@@ -418,7 +418,7 @@ async def run(
                 parts,
                 len(cases),
                 earlier_s + time.monotonic() - started,
-                workers.summed_stats(eng, earlier),
+                summed_stats(eng, earlier),
             ),
             partial_reason=stop_reason,
             measured=select_metrics(config.metrics),

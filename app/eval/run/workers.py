@@ -25,7 +25,7 @@ How the work is shared:
   needs), so the main process never re-reads a result;
 * the report is written by the main process from the checkpoint as always: the cases, the
   summary and every counter are those of one process running them all (the engine counters
-  are the processes' sums, see :meth:`EngineStats.summed`);
+  are the processes' sums, see :meth:`~app.llm.engine_stats.EngineStats.summed`);
 * a worker that dies loses nothing: a case it was sent and never reported is read from the
   checkpoint if it got there, else run by the main process; Ctrl-C stops every process
   and ``--resume`` continues the run as after any kill.
@@ -56,7 +56,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from app.errors import ConfigError
 from app.eval.config import RunConfig
-from app.llm.engine import EngineStats
 from app.runtime import peak_rss_mb
 
 if TYPE_CHECKING:
@@ -144,43 +143,6 @@ def engine_for(config: RunConfig, batcher: Batcher | None = None) -> Engine:
         ),
         batcher=batcher,
     )
-
-
-# --- the processes' records in the checkpoint (also what --resume sums) -----------------
-
-
-def process_record(
-    engine: object, started: float, *, worker_of: str | None = None
-) -> dict[str, Any]:
-    """What a process of a run records with each case it commits: its engine counters and
-    how long it has run (a worker process records 0 s: its time is within the main
-    process's, and a resumed run sums the processes' durations)."""
-    stats = getattr(engine, "stats", None)
-    record: dict[str, Any] = {
-        "engine": stats.as_dict() if isinstance(stats, EngineStats) else None,
-        "duration_s": 0.0 if worker_of else round(time.monotonic() - started, 3),
-    }
-    if worker_of:
-        record["worker_of"] = worker_of
-    return record
-
-
-def process_stats(record: dict[str, Any]) -> EngineStats | None:
-    data = record.get("engine")
-    if not isinstance(data, dict):
-        return None
-    known = {k: v for k, v in data.items() if k in EngineStats.__dataclass_fields__}
-    return EngineStats(**known)
-
-
-def summed_stats(engine: object, others: list[EngineStats | None]) -> EngineStats | None:
-    """This process's counters plus those every other process of the run recorded."""
-    stats = getattr(engine, "stats", None)
-    mine = stats.copy() if isinstance(stats, EngineStats) else None  # None: a test double
-    parts = [p for p in others if p is not None]
-    if mine is None:
-        return EngineStats.summed(parts) if parts else None
-    return EngineStats.summed([*parts, mine]) if parts else mine
 
 
 # --- frames --------------------------------------------------------------------------------
@@ -389,7 +351,7 @@ async def _serve(hello: dict[str, Any], inp: IO[bytes], out: IO[bytes]) -> None:
     from app.eval.run.checkpoint import Checkpoint
     from app.eval.run.observe import PipelineFactory
     from app.eval.scoring.base import MetricContext
-    from app.eval.scoring.registry import specs
+    from app.eval.scoring.table import specs
 
     config = RunConfig.from_json(hello["config"])
     root = Path(hello["runs_root"]) if hello["runs_root"] else None

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from app.eval.run.case import process_record
 from app.eval.run.checkpoint import meta_json
-from app.eval.run.workers import process_record
 from app.llm.engine_stats import EngineStats
 
 
