@@ -257,6 +257,7 @@ def bad_case_rows(report: Report) -> list[tuple[str, str, str]]:
 
 def nightly_summary(report_path: Path, baseline: Path | None) -> tuple[str, int]:
     from app.errors import ReportError
+    from app.eval.compare import comparison_markdown
     from app.eval.report.io import load_report
 
     report = load_report(report_path)
@@ -283,7 +284,7 @@ def nightly_summary(report_path: Path, baseline: Path | None) -> tuple[str, int]
         else:
             if note:
                 lines += [note, ""]
-            lines.append(cmp.to_markdown())
+            lines.append(comparison_markdown(cmp))
             rc = 1 if cmp.has_regression else 0
     return "\n".join(lines) + "\n", rc
 

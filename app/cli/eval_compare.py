@@ -25,7 +25,9 @@ _FORMATS = click.Choice(["md", "json", "html"])
 
 
 def _emit(comparison: Comparison, fmt: str, out: Path | None) -> None:
-    text = comparison.to_markdown() if fmt == "md" else comparison.to_json() + "\n"
+    from app.eval.compare import comparison_markdown
+
+    text = comparison_markdown(comparison) if fmt == "md" else comparison.to_json() + "\n"
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")

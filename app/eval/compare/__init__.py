@@ -23,8 +23,8 @@ candidate or judge are labelled as offline-baseline numbers in the title.
 The package: :mod:`.rows` (pairing, statistics and the verdict rules; the tests themselves
 are :mod:`app.eval.stats.significance`), :mod:`.rulers` (what makes two reports incomparable, and
 their labels), :mod:`.table` (the result records) and :mod:`.render` (markdown);
-:meth:`Comparison.to_markdown` and :meth:`Comparison.to_dict` are the two output formats
-(``rag eval compare --format``).
+:func:`comparison_markdown` and :meth:`Comparison.to_dict` are the two output formats
+(``rag eval compare --format``); the records know nothing of their rendering.
 
 The comparison reads a report's summary (:class:`~app.eval.report.records.ReportSummary`) and, of
 each case, its id, tags, refused flag, answer and metric values (:class:`.rows.CaseView`):
@@ -41,6 +41,7 @@ from pathlib import Path
 
 from app.errors import ReportError
 from app.eval.compare.answers import answer_delta
+from app.eval.compare.render import comparison_markdown
 from app.eval.compare.rows import (
     COST_GROUPS,
     REFUSAL_RATE,
@@ -77,6 +78,7 @@ __all__ = [
     "compare_files",
     "compare_reports",
     "compare_views",
+    "comparison_markdown",
     "ruler_differences",
 ]
 

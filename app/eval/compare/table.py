@@ -111,8 +111,3 @@ class Comparison:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
-
-    def to_markdown(self) -> str:
-        from app.eval.compare.render import comparison_markdown
-
-        return comparison_markdown(self)

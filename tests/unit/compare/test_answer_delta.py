@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.eval.compare import compare_reports
+from app.eval.compare import compare_reports, comparison_markdown
 from app.eval.report.records import Report
 from tests.unit.compare.conftest import build_report
 
@@ -23,7 +23,7 @@ def test_answers_changed_k_of_n_lists_the_cases() -> None:
     )
     cmp = compare_reports(base, new)
     assert cmp.answers is not None and cmp.answers.changed == ("kb-002", "kb-004")
-    md = cmp.to_markdown()
+    md = comparison_markdown(cmp)
     assert "**Answers changed: 2 of 4** — `kb-002`, `kb-004`." in md
     assert "ignores the prompt's wording" not in md  # a model's run: no baseline note
     data = json.loads(cmp.to_json())
@@ -37,13 +37,13 @@ def test_offline_baseline_with_changed_wording_says_it_ignores_wording() -> None
     new = _with_answers(
         build_report(values, prompt_version="system/kb_qa_v3", **kw), ["same", "same"]
     )
-    md = compare_reports(base, new).to_markdown()
+    md = comparison_markdown(compare_reports(base, new))
     assert "**Answers changed: 0 of 2**." in md
     assert "`offline:extractive` is an offline baseline and ignores the prompt's wording" in md
     assert "(`system/kb_qa` changed)" in md and "--model local:smollm2" in md
     # the same prompt on both sides: nothing to warn about
     same = compare_reports(base, _with_answers(build_report(values, **kw), ["x", "y"]))
-    assert "ignores the prompt's wording" not in same.to_markdown()
+    assert "ignores the prompt's wording" not in comparison_markdown(same)
     assert same.answers is not None and len(same.answers.changed) == 2
 
 
@@ -52,7 +52,7 @@ def test_unlisted_model_runs_are_named_in_the_table() -> None:
     base = build_report(values, candidate="openai:smollm2@http://127.0.0.1:8012/v1")
     pairs = [{"prompt": "system/kb_qa_v1", "model": "local:smollm2", "role": "candidate"}]
     base = base.model_copy(update={"meta": base.meta.model_copy(update={"unlisted_models": pairs})})
-    md = compare_reports(base, build_report(values), base_name="A.json").to_markdown()
+    md = comparison_markdown(compare_reports(base, build_report(values), base_name="A.json"))
     assert (
         "A.json: run with --allow-unlisted-model — `local:smollm2` is outside "
         "APPLICABLE_MODELS of system/kb_qa_v1" in md

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from app.errors import ReportError
-from app.eval.compare import compare_reports
+from app.eval.compare import compare_reports, comparison_markdown
 from app.eval.stats import significance
 
 N = 40
@@ -55,8 +55,8 @@ def test_known_negative_shift_is_a_regression(make_report) -> None:  # type: ign
     assert r.verdict == "regression" and r.symbol == "❌"
     assert r.ci95 is not None and r.ci95[1] < 0
     assert cmp.has_regression
-    assert "| correctness |" in cmp.to_markdown() and "❌ significant regression" in (
-        cmp.to_markdown()
+    assert "| correctness |" in comparison_markdown(cmp) and "❌ significant regression" in (
+        comparison_markdown(cmp)
     )
 
 
@@ -145,7 +145,7 @@ def test_refusal_rate_up_needs_review(make_report) -> None:  # type: ignore[no-u
     cmp = compare_reports(make_report({"refusal_rate": base}), make_report({"refusal_rate": new}))
     r = row(cmp, "refusal_rate")
     assert r.verdict == "review"
-    md = cmp.to_markdown()
+    md = comparison_markdown(cmp)
     assert "| refusal_rate | 12.5% | 17.5% | +5.0 pp (2↑ 0↓) | ⚠️ needs review" in md
 
 
@@ -163,7 +163,7 @@ def test_cases_pair_by_id_and_unpaired_are_listed(make_report) -> None:  # type:
     assert cmp.paired == 38 and r.n == 38
     assert r.delta == pytest.approx(0.0) and r.p_value == 1.0
     assert cmp.unpaired_base == ("kb-001", "kb-002") and cmp.unpaired_new == ("kb-900",)
-    assert "base only kb-001, kb-002, new only kb-900" in cmp.to_markdown()
+    assert "base only kb-001, kb-002, new only kb-900" in comparison_markdown(cmp)
 
 
 def test_null_values_are_excluded_from_the_pairs(make_report) -> None:  # type: ignore[no-untyped-def]
@@ -190,8 +190,8 @@ def test_tag_regressions_listed_under_the_table(make_report) -> None:  # type: i
     hr = cmp.tag_regressions[0]
     assert hr.significant and hr.n == 20
     assert hr.p_value == pytest.approx(float(stats.wilcoxon(new[20:], base[20:]).pvalue))
-    assert "Regressions by tag** (significant" in cmp.to_markdown()
-    assert "| hr | faithfulness | 20 |" in cmp.to_markdown()
+    assert "Regressions by tag** (significant" in comparison_markdown(cmp)
+    assert "| hr | faithfulness | 20 |" in comparison_markdown(cmp)
 
 
 def test_ruler_mismatch_is_refused_naming_both_judges(make_report) -> None:  # type: ignore[no-untyped-def]
@@ -208,7 +208,7 @@ def test_ruler_mismatch_is_refused_naming_both_judges(make_report) -> None:  # t
     assert allowed.ruler_changed
     assert "ruler changed" in allowed.title
     assert "judge model: base anthropic:claude-opus-4-7 vs new openai:gpt-4.1" in (
-        allowed.to_markdown()
+        comparison_markdown(allowed)
     )
 
 
@@ -238,14 +238,14 @@ def test_offline_reports_are_labelled_offline_baseline(make_report) -> None:  # 
     online = compare_reports(
         make_report({"faithfulness": base}), make_report({"faithfulness": base})
     )
-    assert not online.offline and "Offline" not in online.to_markdown()
+    assert not online.offline and "Offline" not in comparison_markdown(online)
 
 
 def test_footnote_names_methods_and_alpha(make_report) -> None:  # type: ignore[no-untyped-def]
     base = judge_scores(15)
-    md = compare_reports(
-        make_report({"faithfulness": base}), make_report({"faithfulness": base})
-    ).to_markdown()
+    md = comparison_markdown(
+        compare_reports(make_report({"faithfulness": base}), make_report({"faithfulness": base}))
+    )
     assert "Wilcoxon signed-rank" in md and "zero_method='wilcox'" in md
     assert "McNemar" in md and "Brown–Forsythe" in md and "α = 0.05" in md
 

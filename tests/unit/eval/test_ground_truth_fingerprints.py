@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.errors import ReportError
-from app.eval.compare import compare_reports
+from app.eval.compare import compare_reports, comparison_markdown
 from app.eval.config import RunConfig
 from app.eval.datasets.case import load_suite
 from app.eval.report.merge import merge_reports
@@ -156,7 +156,7 @@ def test_merge_refuses_a_different_truth_by_name(
     assert len(merged.meta.truth_waived) == 1
     assert merged.meta.truth_waived[0] in str(info.value)
     # a comparison with the merged report prints what the merge accepted
-    table = compare_reports(runs["whole"], merged, allow_truth_change=True).to_markdown()
+    table = comparison_markdown(compare_reports(runs["whole"], merged, allow_truth_change=True))
     assert "merged from shards whose ground truth differed" in table
 
 
@@ -177,7 +177,7 @@ def test_compare_refuses_a_different_truth_unless_told(
     assert "--allow-truth-change" in str(info.value)
     cmp = compare_reports(runs["whole"], runs[other], allow_truth_change=True)
     assert "ground truth differs" in cmp.title
-    table = cmp.to_markdown()
+    table = comparison_markdown(cmp)
     assert "**Ground truth differs** — compared anyway (`--allow-truth-change`)" in table
     assert any(d in table for d in cmp.truth_differences) and cmp.truth_differences
     assert cmp.to_dict()["truth_differences"] == cmp.truth_differences
@@ -186,7 +186,7 @@ def test_compare_refuses_a_different_truth_unless_told(
 def test_compare_of_one_truth_says_nothing(runs: dict[str, Any]) -> None:
     cmp = compare_reports(runs["whole"], runs["whole"])
     assert cmp.truth_differences == ()
-    assert "Ground truth" not in cmp.to_markdown()
+    assert "Ground truth" not in comparison_markdown(cmp)
 
 
 def test_asking_another_retriever_is_an_experiment_not_a_truth_change(
