@@ -28,9 +28,10 @@ in a JSONL file beside a summary (one :class:`CaseResult` per line) without a ne
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from app.eval.config import RunConfig
 from app.eval.scoring.base import Score
@@ -379,3 +380,23 @@ class Report(ReportSummary):
 
     def case(self, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if c.id == case_id), None)
+
+
+def validation_problems(exc: ValidationError, data: object = None, limit: int = 10) -> str:
+    """The errors of ``exc`` one per line: the field's path (a case named by its id), the
+    problem, and the value that was there."""
+    errors = exc.errors(include_url=False)
+    cases = data.get("cases") if isinstance(data, Mapping) else None
+    lines = []
+    for e in errors[:limit]:
+        loc = [str(p) for p in e["loc"]]
+        if len(loc) >= 2 and loc[0] == "cases" and isinstance(cases, list):
+            i = int(loc[1])
+            case = cases[i] if i < len(cases) else None
+            cid = case.get("id") if isinstance(case, Mapping) else None
+            loc[1] = f"{i} ({cid})" if isinstance(cid, str) else loc[1]
+        got = e.get("input")
+        shown = "" if isinstance(got, Mapping | list) else f" (got {str(repr(got))[:60]})"
+        lines.append(f"  {'/'.join(loc) or '<root>'}: {e['msg']}{shown}")
+    more = f"\n  … and {len(errors) - limit} more" if len(errors) > limit else ""
+    return f"{len(errors)} problem(s):\n" + "\n".join(lines) + more

@@ -56,7 +56,7 @@ import msgspec
 from pydantic import ValidationError
 
 from app.errors import ReportError
-from app.eval.report.records import SCHEMA_VERSION, CaseResult, ReportSummary
+from app.eval.report.records import SCHEMA_VERSION, CaseResult, ReportSummary, validation_problems
 from app.limits import limit
 from app.safe_io import UnsafeInput, check_file, parse_json, read_bytes
 
@@ -266,7 +266,7 @@ def _summary(data: object, path: Path, where: str) -> ReportSummary:
     try:
         return ReportSummary.model_validate(data)
     except ValidationError as exc:
-        from app.eval.report.io import schema_path, validation_problems
+        from app.eval.report.io import schema_path
 
         raise ReportError(
             f"{where}: not a valid schema_version {SCHEMA_VERSION} report summary "

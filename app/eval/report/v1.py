@@ -11,7 +11,7 @@ Version 1 had the same numbers under the same names; version 2 differs in shape 
 * ``totals.engine`` ``{}`` (an engine without counters) is ``null``;
 * ``meta.thresholds.bad_judge_score`` is recorded: version 1 always used 3;
 * ``bad_cases`` carry typed reasons, so they are recomputed with today's one policy
-  (:func:`app.eval.report.io.bad_cases`) at that score of 3.
+  (:func:`app.eval.report.summary.bad_cases`) at that score of 3.
 
 A version 1 report that does not convert (a field missing that version 1 required too,
 a wrong type) is refused with the problems and what to do.
@@ -26,7 +26,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.errors import ReportError
-from app.eval.report.records import SCHEMA_VERSION, Report
+from app.eval.report.records import SCHEMA_VERSION, Report, validation_problems
+from app.eval.report.summary import bad_cases
 
 V1_BAD_JUDGE_SCORE = 3.0  # hard-coded in version 1 (app/eval/report/io.py BAD_JUDGE_SCORE)
 
@@ -82,8 +83,6 @@ def _convert(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def upgrade(data: Mapping[str, Any], source: str) -> Report:
     """A version 1 report as a :class:`Report`, or a :class:`ReportError` saying why not."""
-    from app.eval.report.io import bad_cases, validation_problems
-
     converted = _convert(data)
     try:
         report = Report.model_validate(converted)
