@@ -75,8 +75,6 @@ class CaseDigest:
 
 
 def digest(case: CaseResult, judge_metrics: Sequence[str], bad_judge_score: float) -> CaseDigest:
-    from app.eval.run.observe import trace_prompt_versions
-
     refusal = case.metrics.get("refusal_error")
     cell = refusal.detail.get("cell") if refusal is not None else None
     return CaseDigest(
@@ -96,7 +94,7 @@ def digest(case: CaseResult, judge_metrics: Sequence[str], bad_judge_score: floa
         refusal_cell=str(cell) if cell else None,
         bad=bad_case(case, judge_metrics, bad_judge_score),
         prompt_versions=frozenset(
-            trace_prompt_versions(case.trace) if case.trace is not None else ()
+            case.trace.used_prompt_versions() if case.trace is not None else ()
         ),
     )
 

@@ -20,8 +20,8 @@ from app.errors import ConfigError, PromptError, RuntimeFailure
 from app.eval.config import RunConfig
 from app.eval.datasets.case import Case
 from app.eval.scoring.base import Observation, normalise
-from app.eval.scoring.judge_table import JudgeMetric, judge_table
-from app.eval.scoring.registry import select_metrics
+from app.eval.scoring.judge_table import JudgeMetric
+from app.eval.scoring.table import judge_table, select_metrics
 from app.generation.pipeline.citations import extract_citations
 from app.generation.pipeline.config import CONTRACT_SLOTS, PipelineConfig
 from app.generation.pipeline.trace import Answer
@@ -276,7 +276,7 @@ class PipelineFactory:
         names: set[str] = set()
         for result in results:
             if result.trace is not None:
-                names.update(trace_prompt_versions(result.trace))
+                names.update(result.trace.used_prompt_versions())
         return self.prompt_refs_of(names)
 
     def prompt_refs_of(self, names: Iterable[str]) -> dict[str, PromptRef]:
@@ -286,13 +286,6 @@ class PipelineFactory:
             spec = self.registry.get(name)
             out[spec.prompt_id] = {"version": spec.qualified, "hash": spec.content_hash}
         return out
-
-
-def trace_prompt_versions(trace: Trace) -> set[str]:
-    """The qualified prompt versions a :class:`~app.generation.pipeline.trace.Trace` used."""
-    found = [trace.prompt_version, *trace.prompt_versions.values(), trace.rewrite.prompt_version]
-    found.append(trace.memory.prompt_version if trace.memory is not None else None)
-    return {v for v in found if v}
 
 
 REFUSAL_MODES = ("no_hits", "refusal", "injection_refused")

@@ -151,6 +151,12 @@ class Trace(_Record):
     cost_usd: float | None = None
     latency_ms: float = 0.0
 
+    def used_prompt_versions(self) -> set[str]:
+        """The qualified prompt versions this answer rendered (answer, rewrite, summary, …)."""
+        found = [self.prompt_version, *self.prompt_versions.values(), self.rewrite.prompt_version]
+        found.append(self.memory.prompt_version if self.memory is not None else None)
+        return {v for v in found if v}
+
 
 class Citation(_Record):
     n: int
