@@ -198,7 +198,7 @@ def _sum_stats(stats: Sequence[EngineStats | None]) -> EngineStats | None:
 def merge_reports(reports: Sequence[Report], *, allow_truth_change: bool = False) -> Report:
     """One report over every shard's cases (see the module docstring)."""
     from app.eval.report.io import build_report
-    from app.eval.scoring.registry import specs
+    from app.eval.scoring.table import specs
     from app.eval.scoring.thresholds import load_thresholds
     from app.paths import repo_root
 

@@ -62,7 +62,7 @@ class LabelRow(BaseModel):
     context: str = ""
     candidate: str
     golden_answer: str
-    metric: str  # a judge metric of the judge table (app.eval.scoring.judge_table)
+    metric: str  # a judge metric of the judge table (app.eval.scoring.table)
     human_score: int = Field(ge=1, le=5)
     annotator: str = Field(min_length=1)
     source: str | None = None
@@ -72,7 +72,7 @@ class LabelRow(BaseModel):
     @field_validator("metric")
     @classmethod
     def _known_metric(cls, value: str) -> str:
-        from app.eval.scoring.judge_table import judge_table
+        from app.eval.scoring.table import judge_table
 
         known = judge_table()
         if value not in known:
@@ -259,8 +259,8 @@ async def score_rows(
     rows: Sequence[LabelRow], judge: str, *, samples: int = 3, engine: EngineLike | None = None
 ) -> list[ScoredRow]:
     """Score every labelled row with the judge (the same code path as an eval run)."""
-    from app.eval.scoring.judge_table import judge_table
     from app.eval.scoring.judges import JudgeConfig, score_judge
+    from app.eval.scoring.table import judge_table
     from app.generation.registry import RenderedPrompt, render
     from app.llm.engine import Engine
 

@@ -16,7 +16,7 @@ The decorator registers the metric's :class:`~app.eval.scoring.base.MetricSpec`
 (``kind="judge"``) in the metrics table, the offline rule with
 ``offline:reference-judge`` (:data:`app.baselines.reference_judge.RULES`) and the
 entry here. The runner, preflight, the report's judge prompt refs, calibration and the
-thresholds all read :func:`judge_table`; nothing else lists the judge metrics.
+thresholds all read :func:`app.eval.scoring.table.judge_table`; nothing else lists the judge metrics.
 """
 
 from __future__ import annotations
@@ -117,16 +117,7 @@ def unregister(name: str) -> None:
     forget(name)
 
 
-def judge_table() -> dict[str, JudgeMetric]:
-    """Every judge metric, in registration order (the built-in ones load on first use)."""
-    from app.eval.scoring.registry import specs
-
-    specs()  # imports the metric modules, built-in judges included
+def judge_entries() -> dict[str, JudgeMetric]:
+    """The judge metrics registered so far, in registration order (read the judge table
+    through :func:`app.eval.scoring.table.judge_table`: it has the built-in ones)."""
     return dict(_TABLE)
-
-
-def judge(name: str) -> JudgeMetric:
-    table = judge_table()
-    if name not in table:
-        raise KeyError(f"unknown judge metric {name!r}; known: {', '.join(table)}")
-    return table[name]

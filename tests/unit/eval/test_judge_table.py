@@ -16,7 +16,8 @@ from app.cli import main
 from app.errors import ConfigError, DatasetError
 from app.eval.run.runner import RunConfig, run, run_sync
 from app.eval.scoring.calibrate import load_labels
-from app.eval.scoring.judge_table import JudgeInput, judge_metric, judge_table, unregister
+from app.eval.scoring.judge_table import JudgeInput, judge_metric, unregister
+from app.eval.scoring.table import judge_table
 from app.generation.registry import load_registry
 from app.paths import PACKAGE_DIR
 from tests.support.recording_engine import RecordingEngine as Recording

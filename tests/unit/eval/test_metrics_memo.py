@@ -11,7 +11,7 @@ from itertools import product
 from app.eval.datasets.case import Case
 from app.eval.scoring import retrieval
 from app.eval.scoring.base import MetricContext, Observation, Score
-from app.eval.scoring.registry import score_case
+from app.eval.scoring.table import score_case
 from app.retrieval.kb import can_read, held_groups, readable
 
 ACL = {"k:a#0": ("employee",), "k:b#0": ("finance",), "k:c#0": ("public",), "k:d#0": ("hr",)}

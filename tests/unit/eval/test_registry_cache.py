@@ -6,15 +6,8 @@ from __future__ import annotations
 
 from app.eval.datasets.case import Case
 from app.eval.scoring.base import MetricContext, Observation, Score
-from app.eval.scoring.registry import (
-    REGISTRY,
-    forget,
-    metric,
-    red_line_metrics,
-    score_case,
-    select_metrics,
-    specs,
-)
+from app.eval.scoring.registry import REGISTRY, forget, metric
+from app.eval.scoring.table import red_line_metrics, score_case, select_metrics, specs
 
 
 def _temp(case: Case, obs: Observation, ctx: MetricContext) -> Score:

@@ -14,7 +14,7 @@ from app.errors import ReportError
 from app.eval.config import RunConfig
 from app.eval.report.io import build_report, load_report, report_json
 from app.eval.run.runner import run_sync
-from app.eval.scoring.registry import specs
+from app.eval.scoring.table import specs
 from app.eval.scoring.thresholds import load_thresholds
 
 

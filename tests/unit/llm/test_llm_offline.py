@@ -13,7 +13,7 @@ from app import text as _text
 from app.baselines.extractive import answer, asks_quantity, has_quantity
 from app.baselines.reference_judge import band
 from app.errors import ConfigError
-from app.eval.scoring.judge_table import judge_table
+from app.eval.scoring.table import judge_table
 from app.llm.engine import Engine
 from app.llm.types import ChatRequest, Message
 
