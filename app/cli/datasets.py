@@ -125,7 +125,7 @@ def edit_cmd(port: int, lang: str | None) -> None:
     `rag datasets mine` wrote under reports/candidates/ open there too, for review and
     acceptance into a suite.
     """
-    from app.eval.datasets.editor import serve
+    from app.eval.datasets.editor_http import serve
     from app.paths import datasets_dir, kb_dir, reports_dir
 
     try:

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from app.eval.datasets.check import check_paths
-from app.eval.datasets.editor import EditorState, make_server
+from app.eval.datasets.editor import EditorState
+from app.eval.datasets.editor_http import make_server
 from app.retrieval.kb import load_kb
 from tests.support.browser import browser, page  # noqa: F401  (pytest fixtures)
 
@@ -253,7 +254,7 @@ def test_a_candidate_s_review_is_saved_or_rejected_without_accepting_it(
     page.fill("#note", "duplicate of an existing hard case")
     page.click("#reject")
     expect(page.locator("#status")).to_contain_text(f"rejected {second['id']}")
-    expect(page.locator("#evidence")).to_contain_text("rejected / 已拒绝: duplicate of an existing")
+    expect(page.locator("#evidence")).to_contain_text("rejected: duplicate of an existing")
     expect(page.locator("#reject")).to_be_disabled()
     expect(page.locator(f'button.cand-file[data-file="{mined_file.name}"]')).to_contain_text(
         f"{len(candidates) - 1} of {len(candidates)} to review"

@@ -1,19 +1,32 @@
-"""``rag datasets edit``: a case editor in the browser, served on 127.0.0.1 only.
+"""``rag datasets edit``: a case editor in the browser, served on 127.0.0.1 only (the HTTP
+side: :mod:`app.eval.datasets.editor_http`; this module is what the server knows and does).
 
 One page (``editor_page.html``, plain JavaScript, no build step) talks to a small JSON API:
 
-* ``GET  /api/suites`` — every suite, its versions and which file an edit goes to;
+* ``GET  /api/suites`` — every suite, its versions and which file an edit goes to, and the
+  git side (commits on, the expert, the branch);
 * ``GET  /api/suite?name=S`` — the cases of the suite's newest file (raw JSON objects; a line
   that does not parse comes back as ``{"__raw__": text}``) and that file's sha256;
-* ``GET  /api/fields`` — each field's help, in the run's language;
+* ``GET  /api/fields`` — each field's name and help, in the run's language and in the
+  editor's own format (:mod:`app.eval.datasets.hints`);
 * ``GET  /api/chunks?q=TEXT&acl=a,b`` — KB chunks matching text / heading / id that the ACL
   may read (the picker never offers a chunk the case's ``acl`` cannot read);
 * ``POST /api/validate`` — the suite as edited, checked by ``rag datasets check``'s own
-  checker (:func:`app.eval.datasets.check.check_text`);
+  checker (:func:`app.eval.datasets.check.check_text`); a list field may come as the text of
+  its box, parsed by :func:`app.eval.datasets.items.parse_items` and sent back (``parsed``)
+  so the page shows the items before anything is saved;
+* ``POST /api/feedback`` — what the offline pipeline does with the cases ``ids``
+  (:mod:`app.eval.datasets.feedback`: golden chunk ranks, must_include in the golden passage,
+  assembly mode vs expected_refusal, who can read the golden chunks);
 * ``POST /api/save`` — refused while the check finds an error; otherwise written atomically
   into the *next version* file (a copy of a released file is never edited in place) plus a
-  CHANGELOG.md entry, or into the draft that an earlier save created. A file that changed
-  on disk since the page loaded it is never overwritten: the save answers 409.
+  CHANGELOG.md entry, or into the draft that an earlier save created (its note added to the
+  draft's entry). A case whose content changed gets its ``version`` raised. A file that
+  changed on disk since the page loaded it is never overwritten: the save answers 409. In a
+  git work tree the save is then a commit by the expert (:mod:`app.eval.datasets.commits`);
+  without a stored expert the save answers ``need_expert`` and writes nothing;
+* ``POST /api/expert`` — the expert's name and email, stored once in the checkout;
+* ``POST /api/pull-request`` — push + ``gh pr create`` (``create``), or the commands to run.
 
 Mined candidates (``rag datasets mine``; :mod:`app.eval.datasets.candidates`):
 
@@ -26,11 +39,10 @@ Mined candidates (``rag datasets mine``; :mod:`app.eval.datasets.candidates`):
 * ``POST /api/accept`` — the reviewed candidates ``ids`` into ``suite`` through the save
   above (refused, line by line, while one has an error), then marked accepted in F.
 
-A file is *released* when git tracks it at ``HEAD`` (outside a git work tree: every file
-that this server did not create). Writes go to a temporary file and ``os.replace``; a new
-version file is created with ``os.link`` so that it never replaces one that appeared meanwhile.
-POSTs must carry ``X-Rag-Editor: 1`` and a ``Host`` of 127.0.0.1/localhost (no other site can
-drive the API from a browser).
+A file is *released* when the base branch has it (:meth:`GitSaves.released`; outside a git
+work tree: every file that this server did not create). Writes go to a temporary file and
+``os.replace``; a new version file is created with ``os.link`` so that it never replaces one
+that appeared meanwhile.
 """
 
 from __future__ import annotations
@@ -40,31 +52,36 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from app.eval.datasets import candidates as cands
-from app.eval.datasets.case import CASE_FIELDS, Case, available_suites, iter_lines
+from app.eval.datasets.case import CASE_FIELDS, Case, available_suites, iter_lines, parse_file_name
 from app.eval.datasets.check import check_text, suite_ids
+from app.eval.datasets.commits import GitError, GitSaves
+from app.eval.datasets.hints import hint, label
 from app.eval.datasets.issues import CheckResult, Sink, show
-from app.eval.datasets.messages import FIELD_HINTS, Lang, resolve_lang
+from app.eval.datasets.items import parse_lists
+from app.eval.datasets.messages import Lang, say
 from app.eval.datasets.versions import (
-    CHANGELOG_STUB,
     append_changelog,
+    append_note,
     author,
     is_released,
     next_version_name,
+    raise_versions,
 )
-from app.retrieval.kb import KnowledgeBase, can_read, load_kb
+from app.retrieval.kb import KnowledgeBase, can_read
 
-__all__ = ["EditorState", "serve"]
+__all__ = ["Conflict", "EditorState", "Route", "issue", "issues"]
 
 PAGE = Path(__file__).with_name("editor_page.html")
-MAX_BODY = 8 * 1024 * 1024
+
+
+#: a route from a wing above: (query, JSON body or None) -> (HTTP status, JSON data or HTML)
+Route = Callable[[dict[str, str], Any], tuple[int, Any]]
 
 
 class Conflict(Exception):
@@ -82,12 +99,28 @@ class EditorState:
     created: set[str] = field(default_factory=set)  # realpaths of files this server wrote
     lock: threading.RLock = field(default_factory=threading.RLock)
     candidates: Path | None = None  # the folder `rag datasets mine` writes (reports/candidates)
+    git: GitSaves | None = None  # saves are commits by the expert (None: not in a work tree)
+    #: routes served from the wings above (judge calibration): "GET /path" -> handler
+    routes: dict[str, Route] = field(default_factory=dict)
+    feedback: Any = None  # app.eval.datasets.feedback.Feedback, built at the first use
+    _feedback_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # ------------------------------------------------------------------ reading
     def released(self, path: Path) -> bool:
         if os.path.realpath(path) in self.created:
             return False
+        if self.git is not None:
+            return self.git.released(path)
         return is_released(path)
+
+    def released_cases(self, suite: str) -> dict[str, dict[str, Any]]:
+        """Each id's case in the newest released file of ``suite`` (what a save compares with
+        to raise a changed case's ``version``)."""
+        for _, path in reversed(available_suites(self.folder).get(suite, [])):
+            if self.released(path):
+                cases, _ = cands.read_objects(path)
+                return {str(c["id"]): c for c in cases if "__raw__" not in c and "id" in c}
+        return {}
 
     def suites(self) -> list[dict[str, Any]]:
         rows = []
@@ -127,10 +160,14 @@ class EditorState:
 
     def fields(self) -> list[dict[str, Any]]:
         required = {n for n, f in Case.model_fields.items() if f.is_required()}
-        index = 1 if self.lang == "zh" else 0
         return [
-            {"name": n, "required": n in required, "help": FIELD_HINTS[n][index]}
-            for n in CASE_FIELDS
+            {
+                "name": n,
+                "label": label(n, self.lang),
+                "required": n in required,
+                "help": hint(n, self.lang, "editor"),
+            }
+            for n in (*CASE_FIELDS, "role", "content")
         ]
 
     def chunks(self, query: str, acl: list[str], limit: int = 30) -> list[dict[str, Any]]:
@@ -150,6 +187,41 @@ class EditorState:
             )
             if len(out) >= limit:
                 break
+        return out
+
+    def git_info(self) -> dict[str, Any]:
+        """What the page shows about saving: commits on, the expert, the branch."""
+        if self.git is None:
+            return {"git": False}
+        expert = self.git.expert()
+        try:
+            branch = self.git.branch()
+        except GitError:
+            branch = ""
+        return {
+            "git": True,
+            "base": self.git.base,
+            "branch": branch,
+            "expert": None if expert is None else {"name": expert.name, "email": expert.email},
+        }
+
+    def warm(self) -> None:
+        """Build the offline pipeline's retriever (and its model) once, so that the first
+        feedback is as quick as the next (``serve`` calls it in the background)."""
+        from app.eval.datasets.feedback import Feedback  # the retriever loads on first use
+
+        with self._feedback_lock:
+            if self.feedback is None:
+                self.feedback = Feedback(self.kb)
+                self.feedback.case({"question": "warm", "acl": ["public"]})
+
+    def case_feedback(self, cases: list[dict[str, Any]], ids: list[str]) -> list[dict[str, Any]]:
+        """What the offline pipeline does with each case ``ids`` (every case when empty)."""
+        self.warm()
+        chosen = [c for c in cases if "__raw__" not in c and (not ids or str(c.get("id")) in ids)]
+        for case in chosen:
+            parse_lists(case)
+        out: list[dict[str, Any]] = self.feedback.cases(chosen, self.lang)
         return out
 
     # ------------------------------------------------------------------ checking
@@ -185,6 +257,8 @@ class EditorState:
         """The check of ``cases`` as ``suite``'s file; with ``file`` (a candidate file's
         name) of candidates that would join ``suite``: their ids against every suite's, an
         accepted one not checked again."""
+        for case in cases:
+            parse_lists(case)  # a text box's list, as the page shows it parsed
         if file is not None:
             cases = [
                 {"id": c.get("id")} if cands.is_accepted(c) else cands.as_case(c) for c in cases
@@ -202,6 +276,7 @@ class EditorState:
             kb=self.kb,
             lang=self.lang,
             other_ids=every if file else self.other_ids(suite),
+            place="editor",
         )
         if file is not None:
             # the checker takes an id already in `suite` for that case, updated; a candidate
@@ -318,7 +393,16 @@ class EditorState:
         with self.lock:
             result = self.validate(suite, cases)
             if result.errors:
-                return {"saved": False, "issues": issues(result)}
+                return {"saved": False, "issues": issues(result, self.lang)}
+            if not note.strip():  # every save says what changed and why, in the CHANGELOG
+                return {
+                    "saved": False,
+                    "issues": issues(result, self.lang),
+                    "error": say("note-needed", self.lang),
+                }
+            expert = self.git.expert() if self.git is not None else None
+            if self.git is not None and expert is None:
+                return {"saved": False, "need_expert": True, "issues": []}
             source = self.newest(suite)
             current = hashlib.sha256(source.read_bytes()).hexdigest()
             if current != base:
@@ -326,7 +410,9 @@ class EditorState:
                     f"{source.name} changed on disk since the page loaded it — your edits are "
                     "still in the page; reload the suite in another tab, merge, then save"
                 )
+            raised = raise_versions(cases, self.released_cases(suite))
             text = self.render(cases, source)
+            who = expert.name if expert is not None else (self.who or author())
             if self.released(source):
                 parsed = available_suites(self.folder)[suite][-1][0]
                 name, version = next_version_name(suite, parsed[0], parsed[1], False)
@@ -336,20 +422,38 @@ class EditorState:
                 day = dt.datetime.now(dt.UTC).date().isoformat()
                 append_changelog(
                     self.folder,
-                    f"{suite} v{version} — {day} — {self.who or author()}",
+                    f"{suite} v{version} — {day} — {who}",
                     f"minor: copied from `{source.name}` and edited in `rag datasets edit`.\n\n"
-                    f"- {note.strip() or CHANGELOG_STUB}",
+                    f"- {note.strip()}",
                 )
             else:
                 target = source
                 _replace(target, text)
+                parts = parse_file_name(target.name)
+                version = f"{parts[1]}.{parts[2]}" if parts else ""
+                append_note(self.folder, suite, version, note, who=who)  # every save's note
             data = target.read_bytes()
-            return {
+            out: dict[str, Any] = {
                 "saved": True,
                 "file": target.name,
                 "sha256": hashlib.sha256(data).hexdigest(),
-                "issues": issues(result),
+                "issues": issues(result, self.lang),
+                "raised": raised,
+                "cases": cases,
             }
+            if self.git is not None and expert is not None:
+                try:
+                    commit = self.git.commit(
+                        expert, suite, version, [target, self.folder / "CHANGELOG.md"], note
+                    )
+                    out["commit"] = {
+                        "branch": commit.branch,
+                        "sha": commit.sha,
+                        "author": commit.author,
+                    }
+                except GitError as exc:  # the file is saved; the commit is left to the expert
+                    out["commit_error"] = str(exc)
+            return out
 
 
 def _create(target: Path, text: str) -> None:
@@ -379,150 +483,17 @@ def _write(path: Path, text: str) -> None:
         os.fsync(fh.fileno())
 
 
-def issues(result: CheckResult) -> list[dict[str, Any]]:
-    return [issue(i) for i in result.issues]
+def issues(result: CheckResult, lang: Lang = "en") -> list[dict[str, Any]]:
+    return [issue(i, lang) for i in result.issues]
 
 
-def issue(i: Any) -> dict[str, Any]:
+def issue(i: Any, lang: Lang = "en") -> dict[str, Any]:
     return {
         "line": i.line,
         "field": i.field,
+        "label": label(i.field, lang),
         "message": i.message,
         "fix": i.fix,
         "severity": i.severity,
         "code": i.code,
     }
-
-
-class _Handler(BaseHTTPRequestHandler):
-    state: EditorState  # set on the subclass made by serve()
-    server_version = "rag-datasets-edit"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        return
-
-    def _send(self, status: int, body: bytes, ctype: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _json(self, status: int, data: Any) -> None:
-        body = json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
-        self._send(status, body, "application/json; charset=utf-8")
-
-    def _host_ok(self) -> bool:
-        host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
-        return host in {"127.0.0.1", "localhost"}
-
-    def do_GET(self) -> None:
-        if not self._host_ok():
-            self._json(HTTPStatus.FORBIDDEN, {"error": "bad Host"})
-            return
-        url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        st = self.state
-        try:
-            if url.path in {"/", "/index.html"}:
-                self._send(HTTPStatus.OK, PAGE.read_bytes(), "text/html; charset=utf-8")
-            elif url.path == "/api/suites":
-                self._json(HTTPStatus.OK, {"suites": st.suites(), "lang": st.lang})
-            elif url.path == "/api/suite":
-                self._json(HTTPStatus.OK, st.load(query.get("name", "")))
-            elif url.path == "/api/fields":
-                self._json(HTTPStatus.OK, {"fields": st.fields()})
-            elif url.path == "/api/candidates":
-                self._json(HTTPStatus.OK, {"files": cands.candidate_files(st.candidates)})
-            elif url.path == "/api/candidate-file":
-                self._json(HTTPStatus.OK, st.load_candidates(query.get("name", "")))
-            elif url.path == "/api/chunks":
-                acl = [a for a in query.get("acl", "").split(",") if a]
-                self._json(HTTPStatus.OK, {"chunks": st.chunks(query.get("q", ""), acl)})
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})
-        except KeyError as exc:
-            self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite or candidate file {exc}"})
-
-    def do_POST(self) -> None:
-        if not self._host_ok() or self.headers.get("X-Rag-Editor") != "1":
-            self._json(HTTPStatus.FORBIDDEN, {"error": "the editor's own page only"})
-            return
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if not 0 < length <= MAX_BODY:
-            self._json(HTTPStatus.BAD_REQUEST, {"error": "bad Content-Length"})
-            return
-        try:
-            body = json.loads(self.rfile.read(length))
-            suite = str(body["suite"])
-            cases = body["cases"]
-            if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
-                raise TypeError("cases must be a list of objects")
-            file = body.get("candidates")
-            if file is not None and not isinstance(file, str):
-                raise TypeError("candidates must be a file name")
-        except (ValueError, KeyError, TypeError) as exc:
-            self._json(HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"})
-            return
-        st = self.state
-        url = urlsplit(self.path).path
-        try:
-            if url == "/api/validate":
-                if file is not None:
-                    cands.candidate_path(st.candidates, file)
-                result = st.validate(suite, cases, file=file)
-                self._json(HTTPStatus.OK, {"issues": issues(result), "ok": not result.errors})
-            elif url == "/api/accept" and file is not None:
-                st.newest(suite)  # an unknown suite: 404
-                ids = [str(x) for x in body.get("ids") or []]
-                out = st.accept(
-                    file, str(body.get("sha256", "")), cases, ids, suite, str(body.get("note", ""))
-                )
-                status = HTTPStatus.OK if out["accepted"] else HTTPStatus.UNPROCESSABLE_ENTITY
-                self._json(status, out)
-            elif url == "/api/review" and file is not None:
-                reject = [str(x) for x in body.get("reject") or []]
-                out = st.review(
-                    file, str(body.get("sha256", "")), cases, reject, str(body.get("note", ""))
-                )
-                status = HTTPStatus.OK if out["saved"] else HTTPStatus.UNPROCESSABLE_ENTITY
-                self._json(status, out)
-            elif url == "/api/save":
-                out = st.save(suite, cases, str(body.get("sha256", "")), str(body.get("note", "")))
-                status = HTTPStatus.OK if out["saved"] else HTTPStatus.UNPROCESSABLE_ENTITY
-                self._json(status, out)
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": f"no such endpoint: {url}"})
-        except Conflict as exc:
-            self._json(HTTPStatus.CONFLICT, {"saved": False, "error": str(exc)})
-        except KeyError as exc:
-            self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite or candidate file {exc}"})
-
-
-def make_server(state: EditorState, port: int = 0) -> ThreadingHTTPServer:
-    """A server bound to 127.0.0.1 (``port`` 0: any free port); call ``serve_forever``."""
-    handler = type("Handler", (_Handler,), {"state": state})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
-    return server
-
-
-def serve(
-    folder: Path,
-    kb_root: Path,
-    *,
-    port: int = 8765,
-    lang: str | None = None,
-    candidates: Path | None = None,
-) -> ThreadingHTTPServer:
-    """The editor's server for ``folder``, the KB at ``kb_root`` and the mined candidates in
-    ``candidates`` (not yet serving)."""
-    state = EditorState(
-        folder=folder, kb=load_kb(kb_root), lang=resolve_lang(lang), candidates=candidates
-    )
-    return make_server(state, port)

@@ -437,6 +437,20 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "{n} 个用例，与 {name} 完全相同：没有写入",
     ),
     "sheet.wrote": ("wrote {target} ({n} cases)", "已写入 {target}（{n} 个用例）"),
+    "note-needed": (
+        "write what changed and why in the note field (it goes into the CHANGELOG); "
+        "nothing was saved",
+        "请在说明栏写明改了什么、为什么（会写进 CHANGELOG）；没有保存",
+    ),
+    # the editor's expert (commits in their name)
+    "expert.bad-name": (
+        "write your name (no line breaks, no < or >)",
+        "请填写姓名（不能换行，不能有 < 或 >）",
+    ),
+    "expert.bad-email": (
+        "write an email address such as zhangsan@example.com",
+        "请填写邮箱地址，例如 zhangsan@example.com",
+    ),
     # git rules
     "changelog": (
         "dataset file(s) changed since {rev} ({names}) but CHANGELOG.md did not",

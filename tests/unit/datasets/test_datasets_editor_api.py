@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from _datasets_support import DATASETS, KB_ROOT, kb, line, valid_case
 
-from app.eval.datasets.editor import EditorState, make_server
+from app.eval.datasets.editor import EditorState
+from app.eval.datasets.editor_http import make_server
 
 
 @pytest.fixture
@@ -66,12 +67,17 @@ def test_validate_uses_the_checker_in_the_run_language(
     served: tuple[int, Path, EditorState],
 ) -> None:
     port, _, _ = served
-    bad = valid_case("s-1", acl="employee")
+    bad = valid_case("s-1", acl={"group": "employee"})
     status, out = call(port, "POST", "/api/validate", {"suite": "smoke", "cases": [bad]}, **OWN)
     assert status == 200 and out["ok"] is False
     [issue] = [i for i in out["issues"] if i["severity"] == "error"]
     assert (issue["line"], issue["field"], issue["code"]) == (1, "acl", "wrong-type")
-    assert "方括号" in issue["message"]
+    assert "方括号" in issue["message"] and issue["label"] == "权限组（acl）"
+    # a list field may come as the text of its box: parsed, and the items sent back
+    typed = valid_case("s-1", must_include="身份证，体检报告")
+    status, out = call(port, "POST", "/api/validate", {"suite": "smoke", "cases": [typed]}, **OWN)
+    assert status == 200 and out["ok"] is True
+    assert out["parsed"] == {"0": {"must_include": ["身份证", "体检报告"]}}
     fields = call(port, "GET", "/api/fields")[1]["fields"]
     assert {f["name"] for f in fields if f["required"]} >= {"id", "question", "acl"}
 
@@ -99,9 +105,14 @@ def test_save_writes_the_next_version_then_the_draft(
     assert "— tester\n\nminor: copied from `smoke_v1.0.jsonl`" in log and "- added s-3" in log
     # the next save goes to the draft this server created, not to another version
     body = {"suite": "smoke", "cases": cases[:2], "sha256": out["sha256"], "note": ""}
+    status, refused = call(port, "POST", "/api/save", body, **OWN)  # a save says why
+    assert status == 422 and refused["saved"] is False and "CHANGELOG" in refused["error"]
+    body["note"] = "s-3 removed again: a duplicate"
     status, again = call(port, "POST", "/api/save", body, **OWN)
     assert (status, again["file"]) == (200, "smoke_v1.1.jsonl")
     assert not (folder / "smoke_v1.2.jsonl").exists()
+    log = (folder / "CHANGELOG.md").read_text(encoding="utf-8")  # the second note is there too
+    assert log.count("## smoke v1.1") == 1 and "- added s-3\n- s-3 removed again" in log
     assert len((folder / "smoke_v1.1.jsonl").read_text(encoding="utf-8").splitlines()) == 2
     # a stale page is refused, the file is not overwritten
     before = (folder / "smoke_v1.1.jsonl").read_bytes()
