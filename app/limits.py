@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from app.errors import UserError
+from app.wellformed import first_invalid
 
 __all__ = [
     "LIMITS",
@@ -111,13 +112,8 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-def lone_surrogate(text: str) -> int | None:
-    """The index of the first lone surrogate in ``text`` (not encodable as UTF-8), or None."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
+#: the index of the first lone surrogate in a text, or None (:mod:`app.wellformed`'s rule)
+lone_surrogate = first_invalid
 
 
 #: a JSON escape of a surrogate code point (U+D800–U+DFFF); a line decoded as strict UTF-8

@@ -28,6 +28,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.wellformed import clean
+
 MASK = "***"
 NAMED_SECRETS = (
     "ANTHROPIC_API_KEY",
@@ -120,9 +122,11 @@ def install_log_redaction() -> None:
             message = record.getMessage()
         except (TypeError, ValueError):  # a bad format string: keep the raw message
             message = str(record.msg)
-        record.msg, record.args = redact(message), None
+        # redacted, and text that is not valid Unicode as U+FFFD (app/wellformed.py): a
+        # handler writing UTF-8 never fails on it
+        record.msg, record.args = clean(redact(message)), None
         if record.exc_info and not record.exc_text:
-            record.exc_text = redact(formatter.formatException(record.exc_info))
+            record.exc_text = clean(redact(formatter.formatException(record.exc_info)))
         return record
 
     logging.setLogRecordFactory(factory)

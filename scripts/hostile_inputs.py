@@ -34,6 +34,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -50,6 +51,7 @@ class Case:
     argv: list[str]
     expect: set[int]
     then: Callable[[], Case | None] | None = None  # a follow-up (render after check)
+    env: dict[str, str] = field(default_factory=dict)  # set in the child only
 
 
 @dataclass
@@ -71,11 +73,12 @@ class Row:
     bad: list[str] = field(default_factory=list)
 
 
-def run(argv: list[str], timeout: float) -> Outcome:
+def run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> Outcome:
     """Run ``rag ARGV`` in a forked child; see the module docstring."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:  # child
+            os.environ.update(env or {})
             _child(argv, out.fileno(), err.fileno())
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -583,6 +586,37 @@ def ask_cases(tmp: Path) -> Iterator[Case]:
         yield Case("ask", f"history: {label}", [*base, "--history", str(p), "年假"], expect)
 
 
+# ----------------------------------------------------------------------------- replies
+def reply_cases(tmp: Path, url: str) -> Iterator[Case]:
+    """A local model server whose every reply ends in an escaped lone surrogate
+    (``"…[1] \\ud800"``) or is nothing else: the commands that call it finish."""
+    model = ["--model", f"openai:gpt-4o-mini@{url}/v1"]
+    judge = ["--judge", f"openai:gpt-4o@{url}/v1"]
+    out = str(tmp / "out")
+    env = {"RAG_CACHE_DIR": str(tmp / "cache"), "RAG_LOG_DIR": str(tmp / "logs")}
+    ask = ["ask", "--acl", "employee", *model]
+    q = "年假有几天？"
+    yield Case("ask", "reply ends in a lone surrogate", [*ask, q], OK, env=env)
+    # nothing but lone surrogates: an unusable reply, a clean provider error (exit 1)
+    yield Case("ask", "reply only lone surrogates", [*ask, f"only: {q}"], FAILED, env=env)
+    run = ["eval", "run", "--suite", "smoke", "--limit", "2", *model, *judge, "--out", out]
+    yield Case("eval run", "replies end in a lone surrogate", run, OK | FAILED, env=env)
+    yield Case("eval run", "the same again (from the cache)", run, OK | FAILED, env=env)
+    yield Case("eval run", "the same --no-cache", [*run, "--no-cache"], OK | FAILED, env=env)
+
+
+def _surrogate_server() -> contextlib.AbstractContextManager[Any]:
+    from tests.support.fake_llm_server import LONE_SURROGATE_REPLY, FakeLLMServer
+
+    def responder(body: Any) -> str:
+        text = json.dumps(body, ensure_ascii=False)
+        if "only:" in text:
+            return "\udfff \ud800"  # low before high: no pair, two lone surrogates
+        return LONE_SURROGATE_REPLY
+
+    return FakeLLMServer(responder=responder)
+
+
 # ----------------------------------------------------------------------------- main
 def make_report(tmp: Path) -> Path:
     out = tmp / "reports"
@@ -595,7 +629,9 @@ def make_report(tmp: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="one command: datasets, prompts, render, compare, ask")
+    parser.add_argument(
+        "--only", help="one command: datasets, prompts, render, compare, ask, reply"
+    )
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--show", action="store_true", help="print every offending input")
     args = parser.parse_args(argv)
@@ -609,7 +645,8 @@ def main(argv: list[str] | None = None) -> int:
     import app.cli.prompts  # noqa: F401
 
     rows: dict[str, Row] = {}
-    with tempfile.TemporaryDirectory(prefix="hostile-") as name:
+    os.environ.pop("OPENAI_API_KEY", None)  # the local server needs none
+    with tempfile.TemporaryDirectory(prefix="hostile-") as name, _surrogate_server() as llm:
         tmp = Path(name)
         sources: dict[str, Callable[[], Iterator[Case]]] = {
             "datasets": lambda: dataset_cases(_sub(tmp, "d")),
@@ -617,13 +654,14 @@ def main(argv: list[str] | None = None) -> int:
             "compare": lambda: compare_cases(_sub(tmp, "c"), make_report(_sub(tmp, "r"))),
             "render": lambda: render_cases(_sub(tmp, "q")),
             "ask": lambda: ask_cases(_sub(tmp, "a")),
+            "reply": lambda: reply_cases(_sub(tmp, "l"), llm.url),
         }
         for key, source in sources.items():
             if args.only and args.only != key:
                 continue
             for case in source():
                 tally(rows, case, args.timeout)
-    order = ["datasets check", "prompts check", "eval compare", "prompts render", "ask"]
+    order = ["datasets check", "prompts check", "eval compare", "prompts render", "ask", "eval run"]
     print("| command | inputs tried | tracebacks | hangs | wrong exit codes | max CPU s |")
     print("|---|---:|---:|---:|---:|---:|")
     for command in order:
@@ -648,7 +686,7 @@ def _sub(tmp: Path, name: str) -> Path:
 def tally(rows: dict[str, Row], case: Case, timeout: float) -> None:
     row = rows.setdefault(case.command, Row())
     row.tried += 1
-    o = run(case.argv, timeout)
+    o = run(case.argv, timeout, case.env)
     row.max_cpu = max(row.max_cpu, o.cpu)
     last = o.stderr.strip().splitlines()[-1:] if o.stderr.strip() else [""]
     if o.hang:

@@ -101,7 +101,7 @@ def cli(
     from app.generation.pipeline.config import PipelineConfig
     from app.generation.pipeline.generator import Pipeline
     from app.limits import check_question
-    from app.llm.engine import Engine, EngineConfig
+    from app.llm.engine import Engine, EngineConfig, invalid_text
     from app.llm.spec import parse_provider
     from app.retrieval.kb import ACL_GROUPS
 
@@ -137,7 +137,10 @@ def cli(
         finally:
             await engine.aclose()
 
-    answer = asyncio.run(run())
+    with invalid_text() as notes:
+        answer = asyncio.run(run())
+    for note in notes:  # a reply's lone surrogates were replaced by U+FFFD (app/wellformed.py)
+        click.echo(f"warning: {note}", err=True)
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return

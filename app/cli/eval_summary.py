@@ -66,6 +66,12 @@ def _print_summary(
                     f" → {adapted['final']} ({adapted['decreases']} storm(s))"
                 )
         console.print(line)
+    if engine is not None and engine.invalid_text_replies:
+        console.print(
+            f"[yellow]warning:[/yellow] {engine.invalid_text_replies} provider replies held "
+            "text that is not valid Unicode (lone surrogates), replaced by U+FFFD; the "
+            "report lists the calls under each case's invalid_text"
+        )
     for warning in meta.judge.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     if unmeasured := not_measured(report):

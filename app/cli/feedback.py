@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from app.errors import UserError
+from app.wellformed import first_invalid
 
 
 @click.command("feedback")
@@ -25,5 +26,11 @@ def cli(trace_id: str, user: str, rating: str | None, comment: str | None) -> No
         raise UserError("give --up (👍) or --down (👎)")
     if not trace_id.strip() or not user.strip():
         raise UserError("TRACE_ID and --user must not be empty")
+    for name, value in (("TRACE_ID", trace_id), ("--user", user), ("--comment", comment or "")):
+        if (at := first_invalid(value)) is not None:
+            raise UserError(
+                f"{name}: character {at + 1} is not valid text (bytes that are not UTF-8) "
+                "— re-type it or fix the terminal's encoding"
+            )
     rec = record_feedback(trace_id.strip(), user.strip(), rating, comment=comment)
     click.echo(f"recorded {rating} by {rec['user']} on {rec['trace_id']}")

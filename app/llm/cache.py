@@ -37,6 +37,7 @@ from app import paths
 from app.llm.claims import CLAIM_TTL_S, CLAIMS_SCHEMA, Holder, Owner
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest, Completion, Usage
+from app.wellformed import clean
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +72,18 @@ def cache_key(spec: ProviderSpec, request: ChatRequest, sample_index: int) -> st
         "request": request.cache_payload(),
     }
     blob = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def encode_completion(completion: Completion) -> str:
-    """The stored form of a completion (one JSON object)."""
-    return json.dumps(asdict(completion), ensure_ascii=False, separators=(",", ":"))
+    """The stored form of a completion (one JSON object; ``repaired`` only when not 0, so
+    the entries written before it existed keep their form). Text that is not valid Unicode
+    is replaced by U+FFFD (:mod:`app.wellformed`; the engine has done so already for a
+    provider's reply): the store never fails on it."""
+    data = asdict(completion)
+    if not data["repaired"]:
+        del data["repaired"]
+    return clean(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
 _encode = encode_completion

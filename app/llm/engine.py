@@ -41,18 +41,26 @@ from app.llm.engine_stats import EngineStats
 from app.llm.limits import Limiter
 from app.llm.pricing import cost_usd
 from app.llm.providers import Provider, create_provider
-from app.llm.recording import CallRecord, completion_digest, record_call, recording
+from app.llm.recording import (
+    CallRecord,
+    completion_digest,
+    invalid_text,
+    note_invalid_text,
+    record_call,
+    recording,
+)
 from app.llm.retry import RetryBudget, RetryPolicy
 from app.llm.spec import ProviderSpec, parse_provider
 from app.llm.types import ChatRequest, Completion
 from app.redact import install_log_redaction
+from app.wellformed import REPLACEMENT, scrub
 
 if TYPE_CHECKING:
     from app.llm.batch import Batcher
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CallRecord", "Engine", "EngineConfig", "EngineStats", "recording"]
+__all__ = ["CallRecord", "Engine", "EngineConfig", "EngineStats", "invalid_text", "recording"]
 
 THROTTLE_STATUS = frozenset({429, 529})  # 529: Anthropic "overloaded"
 
@@ -188,10 +196,14 @@ class Engine:
         if self._cache is None or not impl.cacheable:
             done = await self._call(spec, impl, request, sample_index)
             record_call(None, done)
+            if done.repaired:
+                note_invalid_text(done, request.purpose, request.prompt_version)
             return done
         key = cache_key(spec, request, sample_index)
         completion = await self._cached_generate(spec, impl, request, sample_index, key)
         record_call(key, completion)
+        if completion.repaired:
+            note_invalid_text(completion, request.purpose, request.prompt_version)
         return completion
 
     def replay(self, calls: Sequence[CallRecord]) -> list[Completion] | None:
@@ -210,6 +222,9 @@ class Engine:
                 return None
             found.append(hit)
         self.stats.cache_hits += len(found)
+        for hit in found:
+            if hit.repaired:
+                note_invalid_text(hit, "replayed", None)
         return found
 
     async def _cached_generate(
@@ -394,6 +409,7 @@ class Engine:
                             ) from None
                         latency = time.perf_counter() - started
                         limiter.record_tokens(endpoint, tpm_event, completion.usage.total_tokens)
+                completion = wellformed(completion, label)
             except ProviderError as exc:
                 if not exc.provider:
                     exc.provider = str(spec)
@@ -461,7 +477,7 @@ class Engine:
         self.stats.by_provider[str(spec)] = self.stats.by_provider.get(str(spec), 0) + 1
         started = time.perf_counter()
         try:
-            completion = await self.batcher.run(spec, impl, request, key)
+            completion = wellformed(await self.batcher.run(spec, impl, request, key), str(spec))
         except ProviderError as exc:
             exc.provider = exc.provider or str(spec)
             self.stats.errors += 1
@@ -491,6 +507,8 @@ class Engine:
             s.unpriced_calls += 1
         else:
             s.cost_usd += cost
+        if completion.repaired:
+            s.invalid_text_replies += 1
         # what dataclasses.replace(completion, latency_s=…, cost_usd=…, cached=False,
         # sample_index=…) gives, without its per-field walk (once per provider call)
         return Completion(
@@ -504,7 +522,33 @@ class Engine:
             cost,
             False,
             sample_index,
+            completion.repaired,
         )
+
+
+def wellformed(completion: Completion, label: str) -> Completion:
+    """The provider boundary's text rule (:mod:`app.wellformed`): lone surrogates in the
+    reply's text are replaced by U+FFFD and counted on the completion (``repaired``); a
+    reply whose text is nothing but such characters is not a usable completion (a retryable
+    :class:`~app.errors.MalformedReply`, like the other bad bodies)."""
+    text, replaced = scrub(completion.text)
+    if not replaced:
+        return completion
+    rid = f" (request id {completion.request_id})" if completion.request_id else ""
+    if not text.replace(REPLACEMENT, "").strip():
+        raise MalformedReply(
+            f"{label}: unusable 200 reply{rid}: its text is {replaced} lone surrogate(s) "
+            "(not valid Unicode) and nothing else",
+            provider=label,
+            request_id=completion.request_id,
+        )
+    log.info(
+        "%s%s: %d lone surrogate(s) in the reply (not valid Unicode) replaced by U+FFFD",
+        label,
+        rid,
+        replaced,
+    )
+    return replace(completion, text=text, repaired=completion.repaired + replaced)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ class EngineStats:
     timeouts: int = 0
     throttled: int = 0  # 429/529 replies (waited out, not counted as failed attempts)
     malformed_replies: int = 0  # 200 replies that were not a usable completion
+    invalid_text_replies: int = 0  # replies whose lone surrogates were replaced by U+FFFD
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -96,6 +97,7 @@ _COUNTERS = (
     "timeouts",
     "throttled",
     "malformed_replies",
+    "invalid_text_replies",
     "input_tokens",
     "output_tokens",
     "cache_read_tokens",

@@ -123,6 +123,9 @@ class Completion:
     cost_usd: float | None = None  # None when the model is not in the price table
     cached: bool = False
     sample_index: int = 0
+    #: characters of the provider's text that were not valid Unicode (lone surrogates) and
+    #: were replaced by U+FFFD at the provider boundary (:mod:`app.wellformed`)
+    repaired: int = 0
 
 
 class EngineLike(Protocol):

@@ -39,6 +39,7 @@ from app.view.casedata import Extras, case_row, run_info
 from app.view.model import case_file_name
 from app.view.pages import static_assets
 from app.view.stream import StreamedReport
+from app.wellformed import clean, clean_data
 
 if TYPE_CHECKING:
     from app.eval.compare import Comparison
@@ -76,7 +77,8 @@ def _write_folder(folder: Path, pages: Iterable[tuple[str, str | bytes]]) -> lis
         written = []
         for name, text in pages:
             path = fresh / name
-            path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+            # text that is not valid Unicode is written as U+FFFD (app/wellformed.py)
+            path.write_bytes(text if isinstance(text, bytes) else clean(text).encode("utf-8"))
             written.append(folder / name)
         for name, text in static_assets().items():
             (fresh / name).write_text(text, encoding="utf-8")
@@ -94,7 +96,16 @@ def _write_folder(folder: Path, pages: Iterable[tuple[str, str | bytes]]) -> lis
     return written
 
 
-_ENCODE = msgspec.json.Encoder().encode  # compact UTF-8 JSON of the rows and extras
+_MSGSPEC = msgspec.json.Encoder().encode
+
+
+def _encode(value: Any) -> bytes:
+    """Compact UTF-8 JSON of the rows and extras; text that is not valid Unicode (a report
+    holding ``\\ud800``) is written as U+FFFD (:mod:`app.wellformed`)."""
+    try:
+        return _MSGSPEC(value)
+    except UnicodeEncodeError:
+        return _MSGSPEC(clean_data(msgspec.to_builtins(value))[0])
 
 
 def _data(target: str, json_text: bytes) -> bytes:
@@ -126,7 +137,7 @@ def export_run(report: StreamedReport, out: Path) -> list[Path]:
             n, cid = i // CASES_PER_FILE, case.lean.id
             href = f"{url}/case.html#{n}/{quote(cid, safe='')}"
             rows.append(case_row(case.lean, case.trace, href, extras.bad.get(cid), metrics))
-            x = _ENCODE(extras.of(cid, case.trace))
+            x = _encode(extras.of(cid, case.trace))
             part.append(b'{"c":' + case.raw + b',"x":' + x + b"}")
             if len(part) == CASES_PER_FILE or i == len(report.cases) - 1:
                 target = f"(window.RAG_CASES = window.RAG_CASES || {{}})[{n}] = @"
@@ -134,8 +145,8 @@ def export_run(report: StreamedReport, out: Path) -> list[Path]:
                 part = []
         for k in range(0, max(len(rows), 1), ROWS_PER_FILE):
             target = "(window.RAG_ROWS = window.RAG_ROWS || []).push(@)"
-            yield f"rows-{k // ROWS_PER_FILE}.js", _data(target, _ENCODE(rows[k : k + ROWS_PER_FILE]))  # fmt: skip
-        info = _ENCODE(run_info(summary, f"../{quote(out.name)}"))
+            yield f"rows-{k // ROWS_PER_FILE}.js", _data(target, _encode(rows[k : k + ROWS_PER_FILE]))  # fmt: skip
+        info = _encode(run_info(summary, f"../{quote(out.name)}"))
         yield "run.js", _data("window.RAG_RUN = @", info)
         lang = _lang([r["q"] for r in rows])
         yield "case.html", case_shell(summary, f"../{quote(out.name)}", "./", lang)

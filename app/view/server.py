@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote, urlsplit
 from app.errors import RagError, UserError
 from app.view import pages
 from app.view.model import RunStore
+from app.wellformed import clean
 
 __all__ = ["make_server", "serve"]
 
@@ -120,7 +121,7 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             status, html = viewer.page(self.path)
-            body = html.encode("utf-8")
+            body = clean(html).encode("utf-8")  # not valid Unicode: U+FFFD (app/wellformed.py)
             self.send_response(status)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

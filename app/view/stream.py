@@ -28,6 +28,7 @@ from app.eval.report.stream import (
     line_report,
     load_lean,
 )
+from app.wellformed import model_json
 
 __all__ = ["Case", "StreamedReport", "TraceBits", "read_cases"]
 
@@ -131,7 +132,7 @@ def _whole(path: Path) -> StreamedReport:
     if raws is None or len(raws) != len(lean.cases):
         from app.eval.report.io import load_report
 
-        raws = [c.model_dump_json().encode("utf-8") for c in load_report(path).cases]
+        raws = [model_json(c).encode("utf-8") for c in load_report(path).cases]
     seen: set[str] = set()
     cases = []
     for i, (raw, case) in enumerate(zip(raws, lean.cases, strict=True)):

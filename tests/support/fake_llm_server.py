@@ -52,6 +52,11 @@ class Action:
     echo_auth: bool = False  # error body quotes the credentials received (as some APIs do)
 
 
+#: a valid JSON reply whose content ends in an escaped lone surrogate (``"…[1] \ud800"``,
+#: what a model that broke a surrogate pair sends): ``json.dumps`` writes it as that escape
+LONE_SURROGATE_REPLY = "根据参考资料，年假为 5 天 [1] \ud800"
+
+
 def reply(text: str) -> Action:
     return Action("reply", text=text)
 

@@ -49,6 +49,7 @@ from app.eval.scoring.thresholds import ThresholdSet, verdicts
 from app.limits import limit
 from app.paths import repo_root
 from app.safe_io import UnsafeInput, parse_json, read_text
+from app.wellformed import clean, model_json
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -238,7 +239,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     )
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(clean(text))  # text that is not valid Unicode: U+FFFD (app/wellformed.py)
             fh.flush()
             os.fsync(fh.fileno())
             _chmod_ordinary(fh.fileno())
@@ -302,7 +303,7 @@ def write_new_text(path: Path, text: str) -> Path:
     temp file a killed writer left is swept by the next write. Two processes writing the
     same name both keep their file.
     """
-    data = text.encode("utf-8")
+    data = clean(text).encode("utf-8")  # not valid Unicode: U+FFFD (app/wellformed.py)
     return write_new_chunks(path, lambda: (data,))
 
 
@@ -347,7 +348,7 @@ def _summary_head(summary: ReportSummary) -> bytes:
     head = json.dumps(
         data, ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
     )
-    return head[:-1].encode("utf-8")
+    return clean(head[:-1]).encode("utf-8")
 
 
 def report_chunks(summary: ReportSummary, case_rows: Callable[[], Iterable[str]]) -> Chunks:
@@ -370,7 +371,7 @@ def _checked_rows(report: Report) -> Iterator[str]:
         # NaN/infinity anywhere (a metric's ``detail`` included) is refused: pydantic would
         # write it as ``null`` and lose the fact that it was not a number
         check_finite(case.model_dump(), f"report.cases[{i}]")
-        yield case.model_dump_json()
+        yield model_json(case)
 
 
 def report_json(report: Report) -> str:

@@ -189,6 +189,9 @@ class CaseResult(Record):
     errors: list[str]
     red_lines: list[str]  # red-line metrics this case hit
     cost_usd: float = Field(ge=0)
+    #: the calls of this case whose reply carried text that was not valid Unicode (lone
+    #: surrogates, replaced by U+FFFD at the provider boundary): one sentence per call
+    invalid_text: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _null_has_reason(self) -> CaseResult:

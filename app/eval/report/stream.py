@@ -107,6 +107,7 @@ class LeanCase(msgspec.Struct, frozen=True, gc=False):
     errors: list[str]
     red_lines: list[str]
     cost_usd: _NonNegative
+    invalid_text: list[str] = msgspec.field(default_factory=list)
 
     def value(self, metric: str) -> float | None:
         """The metric's value for this case (``None``: undefined or not measured)."""

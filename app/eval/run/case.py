@@ -34,6 +34,7 @@ from app.eval.scoring.table import (
 )
 from app.generation.pipeline.trace import Trace
 from app.llm.engine_stats import EngineStats
+from app.llm.recording import invalid_text
 from app.llm.types import EngineLike
 from app.redact import redact
 
@@ -69,6 +70,20 @@ async def evaluate_case(
     base_ctx: MetricContext,
 ) -> CaseResult:
     """One case, end to end. Never raises for a provider failure: it is recorded."""
+    with invalid_text() as notes:
+        result = await _evaluate(case, factory, engine, config, base_ctx)
+    if notes:  # which calls carried text that was not valid Unicode (app/wellformed.py)
+        result = result.model_copy(update={"invalid_text": [redact(n) for n in notes]})
+    return result
+
+
+async def _evaluate(
+    case: Case,
+    factory: PipelineFactory,
+    engine: EngineLike,
+    config: RunConfig,
+    base_ctx: MetricContext,
+) -> CaseResult:
     errors: list[str] = []
     selected = select_metrics(config.metrics)
     obs, failure = await observe_case(case, factory)

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from app.errors import ConfigError
 from app.eval.report.records import CaseResult
 from app.paths import cache_dir
+from app.wellformed import model_json
 
 #: the longest a finished case waits in a group before it is committed (``commit_every``)
 GROUP_MAX_S = 2.0
@@ -93,7 +94,7 @@ class Checkpoint:
         self.flush()
         for case_id, text in self._db.execute("SELECT case_id, result FROM cases").fetchall():
             result = self._case(case_id, text)
-            if result.model_dump_json() != text:
+            if model_json(result) != text:
                 self.save(result)
             yield case_id, result
 
@@ -224,7 +225,7 @@ def _case_json(result: CaseResult) -> str:
     ``NaN`` / ``Infinity`` / ``-Infinity`` (``ser_json_inf_nan="constants"``, checked by
     tests/unit/eval/test_checkpoint.py), so a row without those words holds none; only a
     row with one (in a number, or merely in a text) gets the full check."""
-    text = result.model_dump_json()
+    text = model_json(result)  # text that is not valid Unicode: U+FFFD (app/wellformed.py)
     if "NaN" in text or "Infinity" in text:
         from app.eval.report.io import check_finite
 

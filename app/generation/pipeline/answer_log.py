@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from app.paths import logs_dir
+from app.wellformed import clean
 
 ANSWERS_LOGGER = "app.generation.pipeline.generator"
 BAD_CASES_LOGGER = "app.generation.pipeline.generator.bad_cases"
@@ -35,7 +36,7 @@ class JsonlFileHandler(logging.Handler):
         try:
             directory = logs_dir()
             directory.mkdir(parents=True, exist_ok=True)
-            line = record.getMessage()
+            line = clean(record.getMessage())
             with self._write_lock, (directory / self.filename).open("a", encoding="utf-8") as f:
                 f.write(line + "\n")
         except OSError:  # a full disk must not fail the answer; logging reports it
@@ -63,7 +64,8 @@ def install() -> None:
 
 
 def dumps(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
+    """One log line; text that is not valid Unicode is written as U+FFFD (app/wellformed.py)."""
+    return clean(json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str))
 
 
 FEEDBACK_RATINGS = ("up", "down")

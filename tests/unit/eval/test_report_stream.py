@@ -61,7 +61,7 @@ def _norm(tp: Any) -> Any:
             CompareCase,
             CaseResult,
             {"question", "difficulty", "expected_refusal", "trace", "errors", "red_lines"}
-            | {"cost_usd"},
+            | {"cost_usd", "invalid_text"},
         ),
         (CompareScore, Score, {"samples", "spread", "n_errors", "detail"}),
     ],
@@ -76,7 +76,10 @@ def test_lean_views_are_the_models_fields(lean: Any, model: Any, left_out: set[s
         assert name in model.model_fields, f"{lean.__name__}.{name} is not a model field"
         assert _norm(hints[name]) == _norm(model_hints[name]), name
         assert field.required == model.model_fields[name].is_required(), name
-        if not field.required:
+        if not field.required and field.default_factory is not msgspec.NODEFAULT:
+            factory = model.model_fields[name].default_factory
+            assert factory is not None and field.default_factory() == factory(), name  # type: ignore[call-arg]
+        elif not field.required:
             assert field.default == model.model_fields[name].default, name
 
 
