@@ -9,6 +9,9 @@ Routes (ids URL-quoted)::
     /compare/<base>/<new>               delta table + per-case changes
     /compare/<base>/<new>/case/<case>   both answers side by side, word diff
     /trend                              metric means with 95 % CI per run, by prompt version
+
+Only GET, only with the server's own ``Host`` (:mod:`app.local_http`: a DNS-rebinding page
+gets 403), never in a frame.
 """
 
 from __future__ import annotations
@@ -21,13 +24,17 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from app.errors import RagError, UserError
+from app.local_http import HOST, host_ok, security_headers
 from app.view import pages
 from app.view.model import RunStore
 from app.wellformed import clean
 
 __all__ = ["make_server", "serve"]
 
-HOST = "127.0.0.1"
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    "img-src data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 def q(text: str) -> str:
@@ -120,18 +127,21 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
         server_version = "rag-view"
 
         def do_GET(self) -> None:
-            status, html = viewer.page(self.path)
+            status: int
+            if not host_ok(self.headers.get("Host"), int(self.connection.getsockname()[1])):
+                status, html = (
+                    HTTPStatus.FORBIDDEN,
+                    _message("wrong host", "this viewer answers only to its own 127.0.0.1 address"),
+                )
+            else:
+                status, html = viewer.page(self.path)
             body = clean(html).encode("utf-8")  # not valid Unicode: U+FFFD (app/wellformed.py)
             self.send_response(status)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
-            self.send_header(
-                "Content-Security-Policy",
-                "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-                "img-src data:; form-action 'none'; base-uri 'none'",
-            )
-            self.send_header("X-Content-Type-Options", "nosniff")
+            for name, value in security_headers(CSP):
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
 

@@ -8,6 +8,12 @@
 // slot); others wait in arrival order. A client that closes its connection aborts its
 // generation at once (or leaves the queue), so a timed-out attempt never keeps the slot.
 // Started by `make local-model` / app/llm/local_server.py; tests start it on a free port.
+//
+// The guard of app/local_http.py, the same three rules: only its own Host (127.0.0.1:PORT or
+// localhost:PORT, exact: a DNS-rebinding page gets 403); no framing (CSP frame-ancestors
+// 'none', X-Frame-Options DENY, nosniff); a POST must not be cross-site (Sec-Fetch-Site,
+// Origin) and must be application/json (a page elsewhere cannot send that without a
+// preflight, which this server never grants).
 import http from "node:http";
 import { randomBytes } from "node:crypto";
 import { getLlama, LlamaChatSession } from "node-llama-cpp";
@@ -32,10 +38,46 @@ const sequence = context.getSequence();
 let busy = Promise.resolve();
 let served = 0;
 
+const SECURITY_HEADERS = {
+  "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+  "X-Frame-Options": "DENY",
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+  "Cross-Origin-Resource-Policy": "same-origin",
+};
+
 function send(res, code, body) {
   const data = Buffer.from(JSON.stringify(body));
-  res.writeHead(code, { "Content-Type": "application/json", "Content-Length": data.length });
+  res.writeHead(code, { "Content-Type": "application/json", "Content-Length": data.length, ...SECURITY_HEADERS });
   res.end(data);
+}
+
+function ownHosts() {
+  const port = server.address().port;
+  const names = new Set(["127.0.0.1", "localhost", opt.host.toLowerCase()]);
+  return [...names].map((name) => `${name}:${port}`);
+}
+
+// [status, message] when the request must be refused (see the header), else null
+function refused(req) {
+  const own = ownHosts();
+  if (!own.includes((req.headers.host || "").trim().toLowerCase())) {
+    return [403, "wrong Host: this server answers only to its own address"];
+  }
+  if (req.method !== "POST") return null;
+  const site = (req.headers["sec-fetch-site"] || "").trim().toLowerCase();
+  if (site === "cross-site" || site === "same-site") {
+    return [403, `a ${site} request may not use this server`];
+  }
+  const origin = req.headers.origin;
+  if (origin !== undefined && !own.map((h) => `http://${h}`).includes(origin.trim().toLowerCase())) {
+    return [403, `requests from ${JSON.stringify(origin)} may not use this server`];
+  }
+  const media = (req.headers["content-type"] || "").split(";")[0].trim().toLowerCase();
+  if (media !== "application/json") {
+    return [415, `the body must be application/json, not ${media || "untyped"}`];
+  }
+  return null;
 }
 
 function error(res, code, message, type = "invalid_request_error") {
@@ -129,6 +171,8 @@ async function complete(body, signal) {
 
 const server = http.createServer(async (req, res) => {
   try {
+    const refusal = refused(req);
+    if (refusal !== null) return error(res, refusal[0], refusal[1]);
     if (req.method === "GET" && (req.url === "/health" || req.url === "/")) {
       return send(res, 200, { status: "ok", served });
     }

@@ -2,8 +2,10 @@
 ``editor_page.html`` (see :mod:`app.eval.datasets.editor` for the endpoints), plus the routes
 that the wings above register (judge calibration: :mod:`app.eval.report.calibration_queue`).
 
-POSTs must carry ``X-Rag-Editor: 1`` and a ``Host`` of 127.0.0.1/localhost (no other site can
-drive the API from a browser).
+Every request must name the server exactly in its ``Host`` (``127.0.0.1:PORT`` or
+``localhost:PORT``: a DNS-rebinding page gets 403); POSTs must also come from the own origin
+as JSON (:func:`app.local_http.cross_site`) and carry ``X-Rag-Editor: 1``, so no other site can
+drive the API from a browser; no answer may be framed (:func:`app.local_http.security_headers`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,16 @@ from app.eval.datasets.commits import GitError, git_saves
 from app.eval.datasets.editor import PAGE, Conflict, EditorState, Route, issues
 from app.eval.datasets.items import parse_lists
 from app.eval.datasets.messages import resolve_lang, say
+from app.local_http import cross_site, host_ok, security_headers
 from app.retrieval.kb import load_kb
 
 __all__ = ["make_server", "serve"]
 
 MAX_BODY = 8 * 1024 * 1024
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    "connect-src 'self'; img-src data:; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -40,7 +47,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in security_headers(CSP):
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
@@ -49,8 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, body, "application/json; charset=utf-8")
 
     def _host_ok(self) -> bool:
-        host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
-        return host in {"127.0.0.1", "localhost"}
+        return host_ok(self.headers.get("Host"), int(self.connection.getsockname()[1]))
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> bool:
         """A route a wing above registered (judge calibration); True when one answered."""
@@ -108,8 +115,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite or candidate file {exc}"})
 
     def do_POST(self) -> None:
-        if not self._host_ok() or self.headers.get("X-Rag-Editor") != "1":
-            self._json(HTTPStatus.FORBIDDEN, {"error": "the editor's own page only"})
+        if not self._host_ok():
+            self._json(HTTPStatus.FORBIDDEN, {"error": "bad Host"})
+            return
+        foreign = cross_site(self.headers, int(self.connection.getsockname()[1]))
+        if foreign is not None or self.headers.get("X-Rag-Editor") != "1":
+            self._json(HTTPStatus.FORBIDDEN, {"error": foreign or "the editor's own page only"})
             return
         try:
             length = int(self.headers.get("Content-Length") or 0)
