@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup chromium screenshots test unit eval lint lint-workflows format typecheck bench schema clean local-model local-model-stop test-local-model
+.PHONY: help setup chromium screenshots test unit eval lint lint-workflows format typecheck bench docs schema clean local-model local-model-stop test-local-model
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -36,10 +36,16 @@ chromium:
 	      || echo "no CJK font could be installed: Chinese renders as boxes in screenshots"; \
 	  else echo "no CJK font and not root: Chinese renders as boxes in screenshots"; fi; fi
 
-test: $(STAMP) chromium ## set-up + every test that needs no API key (suite reports in .cache/test-reports)
+test: $(STAMP) chromium ## set-up + every test that needs no API key (suite reports in .cache/test-reports) + the docs site
 	@rm -rf .cache/test-reports
 	@RAG_EVAL_OUT=.cache/test-reports RAG_LOCAL_MODEL_E2E=1 $(BIN)/python -m pytest -q -rs -m "not live" -p no:cacheprovider; rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "no tests ran (pytest exit 5): not a failure"; exit 0; fi; exit $$rc
+	  if [ $$rc -eq 5 ]; then echo "no tests ran (pytest exit 5): not a failure"; rc=0; fi; \
+	  $(MAKE) --no-print-directory docs || rc=$$((rc == 0 ? 1 : rc)); exit $$rc
+
+# The site goes to .cache/site (not committed); --strict fails on a broken link or a page
+# missing from the nav. `mkdocs serve` shows it while you write.
+docs: $(STAMP) ## build the documentation site (mkdocs-material, strict) into .cache/site
+	@$(BIN)/mkdocs build --strict --quiet --site-dir .cache/site && echo "docs: built .cache/site (mkdocs --strict)"
 
 screenshots: $(STAMP) chromium ## re-take the README's viewer screenshots (docs/img/) in the browser test
 	RAG_VIEWER_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests/e2e/test_e2e_viewer.py

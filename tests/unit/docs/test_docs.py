@@ -1,0 +1,217 @@
+"""The README and the docs site are a guide, not a lab notebook, and what they show exists.
+
+- No work-log matter in README.md or any page under docs/: issue numbers ("issue 14",
+  "#123"), clock times in UTC or ISO date-times, load averages, commit hashes.
+- Every `rag …` command shown in a code block or an inline code span names a real command
+  path: ``rag <path> --help`` exits 0.
+- Every page under docs/ is in the nav of mkdocs.yml, and the README stays short.
+
+The detectors are tested on planted lines first, so a clean result means something.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from app.cli import cli
+
+ROOT = Path(__file__).resolve().parents[3]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+README_MAX_LINES = 250
+
+
+def doc_files() -> list[Path]:
+    return sorted(DOCS.rglob("*.md"))
+
+
+# --- work-log matter ---------------------------------------------------------------------
+
+_HEX = r"(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]"
+WORK_LOG: dict[str, re.Pattern[str]] = {
+    "an issue number": re.compile(
+        r"\b(?:issues?|PR|pull request|wave|session|stop)\s+#?\d+\b|(?:^|[\s(\[])#\d+\b", re.I
+    ),
+    "a clock time": re.compile(
+        r"\b\d{1,2}:\d{2}(?::\d{2})?\s*UTC\b|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"
+    ),
+    "a load average": re.compile(r"\bload(?:\s+average)?s?\s*(?:[≈~=:]\s*)?\d", re.I),
+    "a commit hash": re.compile(
+        rf"`{_HEX}{{7,40}}`|\b(?:main|commit|HEAD|sha|on|at)\s+{_HEX}{{7,40}}\b|\b{_HEX}{{40}}\b"
+    ),
+}
+
+
+def work_log_hits(text: str) -> list[str]:
+    hits = []
+    for line_no, line in enumerate(text.splitlines(), 1):
+        for what, pattern in WORK_LOG.items():
+            found = pattern.search(line)
+            if found:
+                hits.append(f"{line_no}: {what}: {found.group(0)!r} in {line.strip()[:120]!r}")
+    return hits
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Fixed in issue 14.",
+        "see #123 for the discussion",
+        "(#7) merged",
+        "measured at 19:31 UTC",
+        "run on 2026-12-01 22:51",
+        "2026-12-01T22:51:57Z",
+        "load average 0.6–1.2",
+        "at load ≈ 8 on the shared machine",
+        "main `759d9e9`",
+        "measured on main 759d9e9",
+        "commit 0fa2b2a fixed it",
+        "b746be2c0ffee1234567890abcdef0123456789a",
+    ],
+)
+def test_the_work_log_detector_finds_planted_matter(line: str) -> None:
+    assert work_log_hits(line), line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "`sample:it/devices.md#2` is the chunk an expert cites",
+        "rag eval run --resume 20261130T193857Z-95d775",
+        "prompt_hash sha256:579b803b76f66f697e94e91a654de8e1e50ce550cf79180512d0bc1b18c8bd63",
+        "trace_id   46b6b793adff464e",
+        "rag feedback 3f1c0d2a9b7e4c11 --user u-wang --down",
+        "- cand-a0d597bdbd  [high_latency]  出差住酒店一晚最多报多少钱",
+        '"annotated_at": "2026-12-01"',
+        "payload 0 bytes; load_report(path)",
+        "seed 004 §9",
+        "## Heading",
+    ],
+)
+def test_the_work_log_detector_leaves_ordinary_text_alone(line: str) -> None:
+    assert not work_log_hits(line), line
+
+
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_work_log_matter(path: Path) -> None:
+    hits = work_log_hits(path.read_text(encoding="utf-8"))
+    assert not hits, f"{path.relative_to(ROOT)}: work-log matter (say it in words):\n" + "\n".join(
+        hits
+    )
+
+
+# --- every `rag …` shown exists ------------------------------------------------------------
+
+_FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
+_INLINE = re.compile(r"`(rag [^`\n]+)`")
+_PROMPT = re.compile(r"^\s*(?:\$\s+)?(?:[A-Z_]+=\S+\s+)*")
+
+
+def rag_lines(text: str) -> Iterator[str]:
+    """Each `rag …` command line of the code blocks and inline code spans, continuation-joined."""
+    for block in _FENCE.finditer(text):
+        body = re.sub(r"\\\n\s*", " ", block.group(2))
+        for line in body.splitlines():
+            for part in re.split(r"\s*(?:&&|\|\||;|\||\$\(|`)\s*", line):
+                part = _PROMPT.sub("", part, count=1)
+                if re.match(r"(?:\.venv/bin/)?rag\s+[a-z]", part):
+                    yield part
+    prose = _FENCE.sub("", text)
+    for span in _INLINE.finditer(prose):
+        yield span.group(1)
+
+
+def command_path(line: str) -> list[str]:
+    """The sub-command names at the start of a `rag …` line (options and arguments cut)."""
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:
+        words = line.split()
+    words = words[1:]  # "rag"
+    path: list[str] = []
+    command: click.Command = cli
+    ctx = click.Context(cli)
+    while isinstance(command, click.Group) and words:
+        word = words.pop(0)
+        if word.startswith("-") or not re.fullmatch(r"[a-z][a-z-]*", word):
+            break
+        sub = command.get_command(ctx, word)
+        if sub is None:
+            path.append(word)  # not a command: --help on it fails, and the test says which
+            break
+        path.append(word)
+        command = sub
+    return path
+
+
+def shown_commands() -> dict[tuple[str, ...], str]:
+    found: dict[tuple[str, ...], str] = {}
+    for path in doc_files():
+        for line in rag_lines(path.read_text(encoding="utf-8")):
+            found.setdefault(tuple(command_path(line)), f"{path.relative_to(ROOT)}: {line}")
+    return found
+
+
+def test_the_command_collector_reads_blocks_and_spans() -> None:
+    text = (
+        "Run `rag eval compare A B` or:\n\n```console\n$ rag prompts check --root /tmp/x\n"
+        "$ RAG_LANG=zh rag datasets check \\\n    smoke_v1.1.jsonl\n"
+        "$ for i in 1 2; do rag eval run --suite smoke --shard $i/2; done\n```\n"
+    )
+    paths = sorted(tuple(command_path(line)) for line in rag_lines(text))
+    assert paths == [
+        ("datasets", "check"),
+        ("eval", "compare"),
+        ("eval", "run"),
+        ("prompts", "check"),
+    ]
+    assert command_path("rag eval nonsense --x") == ["eval", "nonsense"]
+
+
+def test_every_rag_command_shown_exists() -> None:
+    commands = shown_commands()
+    assert len(commands) > 20, "the collector found almost no `rag …` command in the docs"
+    runner = CliRunner()
+    missing = []
+    for path, where in sorted(commands.items()):
+        result = runner.invoke(cli, [*path, "--help"])
+        if result.exit_code != 0:
+            missing.append(f"rag {' '.join(path)} --help -> {result.exit_code}  ({where})")
+    assert not missing, "commands shown in the docs that the CLI does not have:\n" + "\n".join(
+        missing
+    )
+
+
+# --- the site's shape ----------------------------------------------------------------------
+
+
+def nav_pages(node: object) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, list):
+        for item in node:
+            yield from nav_pages(item)
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from nav_pages(value)
+
+
+def test_every_page_is_in_the_nav_and_every_nav_entry_exists() -> None:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    listed = set(nav_pages(config["nav"]))
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    assert listed - pages == set(), "nav entries without a page"
+    assert pages - listed == set(), "pages missing from the nav of mkdocs.yml"
+
+
+def test_the_readme_is_a_short_guide() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines (at most 250)"
