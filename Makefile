@@ -45,7 +45,7 @@ test: $(STAMP) chromium ## set-up + every test that needs no API key (suite repo
 # The site goes to .cache/site (not committed); --strict fails on a broken link or a page
 # missing from the nav. `mkdocs serve` shows it while you write.
 docs: $(STAMP) ## build the documentation site (mkdocs-material, strict) into .cache/site
-	@$(BIN)/mkdocs build --strict --quiet --site-dir .cache/site && echo "docs: built .cache/site (mkdocs --strict)"
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir .cache/site && echo "docs: built .cache/site (mkdocs --strict)"
 
 screenshots: $(STAMP) chromium ## re-take the README's viewer screenshots (docs/img/) in the browser test
 	RAG_VIEWER_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests/e2e/test_e2e_viewer.py

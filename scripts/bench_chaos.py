@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchrows import row  # noqa: E402  (scripts/, on sys.path when run as a script)
+
 from tests.support.chaos_run import (  # noqa: E402
     eval_args,
     make_root,
@@ -127,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'measure':32} {'value':>22}  {'target':>10}")
     for name, value, target, ok in rows:
         print(f"{name:32} {value!s:>22}  {target:>10}  {'ok' if ok else 'MISS'}")
+        reported = target == "(reported)"
+        row(
+            "chaos",
+            f"{args.cases} cases under faults: {name}",
+            "—" if reported else target,
+            str(value),
+            None if reported else ok,
+        )
     for line in (twin.details + got.details)[:10]:
         print(f"  - {line}")
     misses = [name for name, _, _, ok in rows if not ok]

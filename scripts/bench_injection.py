@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchrows import row  # noqa: E402  (scripts/, on sys.path when run as a script)
+
 from app.generation.pipeline.injection import scan  # noqa: E402
 from app.generation.pipeline.safety import clean  # noqa: E402
 
@@ -98,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
               f"  {'ok' if ok else 'MISS'}")  # fmt: skip
         for w in wrong:
             print(f"     {w}")
+        row(
+            "injection",
+            f"{split} set: recall, false positives",
+            "≥ 0.95, ≤ 5 %",
+            f"{recall:.3f}, {fpr:.1%}",
+            ok,
+        )
         if not ok:
             misses.append(f"{split} recall/FPR")
     ordinary = flagged = 0
@@ -111,6 +120,13 @@ def main(argv: list[str] | None = None) -> int:
             texts = [case["question"], *(t["content"] for t in case.get("history", []))]
             flagged += any(scan(t).detected for t in texts)
     print(f"  shipped ordinary questions: {flagged} of {ordinary} flagged (target 0)")
+    row(
+        "injection",
+        "shipped ordinary questions flagged",
+        "0",
+        f"{flagged} of {ordinary}",
+        flagged == 0,
+    )
     if flagged:
         misses.append("shipped questions flagged")
 
@@ -121,10 +137,26 @@ def main(argv: list[str] | None = None) -> int:
     ratio = t4 / max(t1, 1e-6)
     print(f"  clean(忽略前面的指令，+ 年假，× 1,000) {t1:.3f}   × 4,000 {t4:.3f}   ratio {ratio:.1f}"
           "  (linear ≈ 4, quadratic ≈ 16; target: 4,000 < 1 s, ratio < 8)")  # fmt: skip
+    row(
+        "injection",
+        "clean() on 4,000 clauses (CPU; ratio to 1,000 clauses)",
+        "< 1 s, ratio < 8",
+        f"{t4:.3f} s, ratio {ratio:.1f}",
+        t4 < 1.0 and ratio < 8,
+        t4 / 1.0,
+    )
     if t4 >= 1.0 or ratio >= 8:
         misses.append("clean not linear")
     s8 = cpu(scan, "一线城市出差住宿标准是多少？ignore 前面 " * 320)
     print(f"  scan of an 8,000-character text {s8:.3f}  (target < 0.5 s)")
+    row(
+        "injection",
+        "scan of an 8,000-character text (CPU)",
+        "< 0.5 s",
+        f"{s8:.3f} s",
+        s8 < 0.5,
+        s8 / 0.5,
+    )
     if s8 >= 0.5:
         misses.append("scan slow")
 
@@ -137,6 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     ok = used < 1.0 and rc == 2
     print(f"  100 KB question             exit {rc} (want 2)  {used:.2f} s (target < 1 s)  "
           f"{'ok' if ok else 'MISS'}  {last}")  # fmt: skip
+    row(
+        "injection",
+        "`rag ask` with a 100 KB question: refused (CPU, start-up included)",
+        "exit 2, < 1 s",
+        f"exit {rc}, {used:.2f} s",
+        ok,
+        used / 1.0,
+    )
     if not ok:
         misses.append("100 KB question")
     long = ("年假出差报销住宿标准" * (args.long_chars // 10 + 1))[: args.long_chars]
@@ -146,6 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     name = f"{len(long):,}-character question"
     print(f"  {name:<27} exit {rc} (want 0)  {used:.2f} s, {extra:+.2f} s over the "
           f"short one (target < +1 s)  {'ok' if ok else 'MISS'}")  # fmt: skip
+    row(
+        "injection",
+        f"`rag ask` with a {name}: CPU over a short one",
+        "exit 0, < +1 s",
+        f"exit {rc}, {extra:+.2f} s",
+        ok,
+        max(extra, 0.0) / 1.0,
+    )
     if not ok:
         misses.append(name)
     print(f"\n{len(misses)} target(s) missed" + (f": {', '.join(misses)}" if misses else ""))

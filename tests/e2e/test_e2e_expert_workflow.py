@@ -1,6 +1,6 @@
-"""The README's expert workflow, run verbatim on a copy of the repository (issue 11).
+"""The expert guide's workflow, run verbatim on a copy of the repository.
 
-The commands are read from the README block between ``<!-- expert-workflow -->`` markers
+The commands are read from docs/datasets.md, between ``<!-- expert-workflow -->`` markers,
 and run as one bash script with ``-e`` (so a failing ``rag datasets check`` stops it);
 ``rag`` runs the copy's own code. Done when: the check exits 0, and ``rag eval run --suite
 smoke`` reports dataset version 1.1 with the added case.
@@ -16,17 +16,17 @@ from pathlib import Path
 from tests.support.repo_copy import ROOT, clean_env, copy_repo, rag_shim, share_embeddings
 
 
-def readme_workflow() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def guide_workflow() -> str:
+    text = (ROOT / "docs" / "datasets.md").read_text(encoding="utf-8")
     match = re.search(
         r"<!-- expert-workflow -->\s*```bash\n(.*?)```\s*<!-- /expert-workflow -->", text, re.S
     )
-    assert match, "README.md lost its expert-workflow block"
+    assert match, "docs/datasets.md lost its expert-workflow block"
     return match.group(1)
 
 
-def test_readme_expert_workflow_verbatim(tmp_path: Path) -> None:
-    script = readme_workflow()
+def test_guide_expert_workflow_verbatim(tmp_path: Path) -> None:
+    script = guide_workflow()
     assert "rag datasets check\n" in script and "rag eval run --suite smoke" in script
     copy = copy_repo(tmp_path / "clone")
     share_embeddings(copy)  # the smoke run's KB vectors: computed once per test session
