@@ -30,7 +30,7 @@ README_MAX_LINES = 250
 
 
 def doc_files() -> list[Path]:
-    return sorted(DOCS.rglob("*.md"))
+    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 # --- work-log matter ---------------------------------------------------------------------
@@ -242,6 +242,16 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_exists() -> None:
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
     assert listed - pages == set(), "nav entries without a page"
     assert pages - listed == set(), "pages missing from the nav of mkdocs.yml"
+
+
+def test_the_readme_is_a_short_guide_whose_links_resolve() -> None:
+    text = README.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines (at most 250)"
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert targets, "the README links to no page"
+    broken = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
+    assert not broken, f"README.md links to missing files: {broken}"
 
 
 # --- tables that restate the code ----------------------------------------------------------
