@@ -5,10 +5,12 @@ It answers the judge prompts with the JSON they ask for — ``{"score": 1-5,
 term overlap (the analyser of :mod:`app.text`, query side: jieba for Chinese, lowercase
 stemmed words for English, stop words and ``[n]`` citations removed; a term is found in a
 text by :class:`app.text.Matcher`: CJK terms as substrings, other terms as whole tokens).
-The metric comes from ``metadata["judge_metric"]`` and picks the rule registered for it in
-:data:`RULES` (each judge metric of :mod:`app.eval.scoring.judge_table` registers one); the texts
-come from ``variables`` (``candidate``, ``context``, ``golden_answer``, ``question``). The
-built-in rules:
+The metric comes from ``metadata["judge_metric"]`` and picks that metric's rule from the
+rules handed in through :func:`use_rules` (the harness's judge table installs its own: each
+judge metric's entry carries its rule, defined next to the judge in
+``app/eval/scoring/judged.py``); the texts come from ``variables`` (``candidate``,
+``context``, ``golden_answer``, ``question``). The built-in rules use these overlap
+measures:
 
 faithfulness
     support = share of the candidate's distinct content tokens found in the context.
@@ -42,8 +44,22 @@ from app.text import Matcher, is_refusal, numbers, sentences, strip_citations, t
 
 # (prompt variables, request metadata) -> {"score": 1-5, "reasoning": ..., ...}
 OfflineRule = Callable[[Mapping[str, str], Mapping[str, str]], dict[str, object]]
-# judge metric -> its offline rule; filled by app.eval.scoring.judge_table.judge_metric
-RULES: dict[str, OfflineRule] = {}
+# () -> judge metric -> its offline rule
+RuleSource = Callable[[], Mapping[str, OfflineRule]]
+_SOURCE: list[RuleSource] = []
+
+
+def use_rules(source: RuleSource) -> None:
+    """Answer each judge metric with the rule ``source()`` gives for it (the seam the judge
+    table above this package uses: the rules live with their judges, not here)."""
+    _SOURCE[:] = [source]
+
+
+def rules() -> Mapping[str, OfflineRule]:
+    """The rule of every judge metric, as the installed source gives them now."""
+    return _SOURCE[0]() if _SOURCE else {}
+
+
 BANDS = (0.8, 0.6, 0.4, 0.2)
 RELEVANCE_BANDS = (0.6, 0.45, 0.3, 0.15)
 HALLUCINATION_SUPPORT = 0.5
@@ -142,12 +158,13 @@ def relevance(candidate: str, question: str) -> dict[str, object]:
 def judge(request: ChatRequest) -> dict[str, object]:
     """The verdict of the rule registered for ``metadata["judge_metric"]``."""
     metric = request.metadata.get("judge_metric", "")
-    rule = RULES.get(metric)
+    known = rules()
+    rule = known.get(metric)
     if rule is None:
         raise ConfigError(
             f"offline:reference-judge: metadata['judge_metric'] is {metric!r}; "
-            f"set it to one of {', '.join(RULES) or '(none registered)'} (judge metrics "
-            "register their offline rule with app.eval.scoring.judge_table.judge_metric)"
+            f"set it to one of {', '.join(known) or '(none registered)'} (a judge metric "
+            "brings its offline rule in its entry: @judge_metric(..., offline=RULE))"
         )
     return rule(request.variables, request.metadata)
 

@@ -23,8 +23,8 @@ from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory, observe_case
 from app.eval.scoring.base import MetricContext, Score
 from app.eval.scoring.generation import REWRITE_EQUIVALENCE, rewrite_matches
-from app.eval.scoring.judge_table import JudgeInput
 from app.eval.scoring.judges import JudgeConfig, gather, in_process, score_judge
+from app.eval.scoring.registry import JudgeInput
 from app.eval.scoring.table import (
     judge,
     judge_table,

@@ -20,7 +20,7 @@ from app.errors import ConfigError, PromptError, RuntimeFailure
 from app.eval.config import RunConfig
 from app.eval.datasets.case import Case
 from app.eval.scoring.base import Observation, normalise
-from app.eval.scoring.judge_table import JudgeMetric
+from app.eval.scoring.registry import JudgeMetric
 from app.eval.scoring.table import judge_table, select_metrics
 from app.generation.pipeline.citations import extract_citations
 from app.generation.pipeline.config import CONTRACT_SLOTS, PipelineConfig

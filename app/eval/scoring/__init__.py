@@ -6,9 +6,9 @@
     from app.eval.scoring import score_case, specs  # the table the harness reads
 
 The modules: :mod:`.base` (the nouns: ``Score``, ``MetricSpec``, ``Observation``,
-``MetricContext``), :mod:`.registry` (the :func:`metric` decorator that fills the one table),
-:mod:`.judge_table` (the :func:`~app.eval.scoring.judge_table.judge_metric` decorator: a judge
-metric's entry), :mod:`.table` (the table as the harness reads it, built-in metrics loaded),
+``MetricContext``), :mod:`.registry` (the one table of metrics and the :func:`metric` and
+:func:`~app.eval.scoring.registry.judge_metric` decorators that fill it), :mod:`.table` (the
+table as the harness reads it, built-in metrics loaded),
 the built-in metrics (:mod:`.retrieval_case`, :mod:`.generation`, :mod:`.judged`,
 :mod:`.safety`), :mod:`.judges` (asking a judge), :mod:`.thresholds` and :mod:`.calibrate`.
 """

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from app.errors import ConfigError, DatasetError
 
 if TYPE_CHECKING:
-    from app.eval.scoring.judge_table import JudgeInput
+    from app.eval.scoring.registry import JudgeInput
     from app.llm.types import EngineLike
 
 PASS_ABOVE = 0.85
@@ -80,7 +80,7 @@ class LabelRow(BaseModel):
         return value
 
     def judge_input(self) -> JudgeInput:
-        from app.eval.scoring.judge_table import JudgeInput
+        from app.eval.scoring.registry import JudgeInput
 
         return JudgeInput(
             question=self.question,

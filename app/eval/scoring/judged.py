@@ -1,8 +1,10 @@
-"""The built-in judge metrics: one :func:`~app.eval.scoring.judge_table.judge_metric` entry each.
+"""The built-in judge metrics: one :func:`~app.eval.scoring.registry.judge_metric` entry each.
 
 Each entry names its registry prompt, builds that prompt's variables from a
-:class:`~app.eval.scoring.judge_table.JudgeInput` and gives ``offline:reference-judge`` its rule
-(the overlap rules of :mod:`app.baselines.reference_judge`).
+:class:`~app.eval.scoring.registry.JudgeInput` and carries the rule ``offline:reference-judge``
+answers with instead of a model (defined here, next to its judge; the overlap measures are
+those of :mod:`app.baselines.reference_judge`). A new judge metric is a prompt module under
+``app/generation/prompts/judge/`` plus one entry here (docs/extending/add-a-judge-metric.md).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from app.baselines import reference_judge
 
 # registration order = report order: the deterministic generation metrics come first
 from app.eval.scoring import generation as _generation  # noqa: F401
-from app.eval.scoring.judge_table import JudgeInput, judge_metric
+from app.eval.scoring.registry import JudgeInput, judge_metric
 
 
 def _faithfulness_rule(v: Mapping[str, str], meta: Mapping[str, str]) -> dict[str, object]:

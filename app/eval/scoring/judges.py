@@ -1,7 +1,7 @@
 """LLM-as-judge: registry prompts, temperature 0, ``n`` samples, typed and parsed results.
 
 * The judge metrics, their registry prompts and variables are the rows of the judge table
-  (:mod:`app.eval.scoring.judge_table`; built-in rows in :mod:`app.eval.scoring.judged`). Each call
+  (:mod:`app.eval.scoring.registry`; built-in rows in :mod:`app.eval.scoring.judged`). Each call
   sets ``metadata["judge_metric"]``.
 * ``n`` samples per case and metric use distinct ``sample_index`` values, so the response
   cache keeps them apart; the score is their mean, the spread (max − min) is kept. A
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from app.errors import ConfigError, JudgeParseError, ProviderError
 from app.eval.scoring.base import Score
-from app.eval.scoring.judge_table import JudgeInput, JudgeMetric
+from app.eval.scoring.registry import JudgeInput, JudgeMetric
 from app.llm.spec import parse_provider
 from app.llm.types import ChatRequest, EngineLike, Message
 

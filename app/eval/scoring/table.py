@@ -6,13 +6,18 @@ registry (:mod:`app.eval.scoring.registry`) is only the writing side and imports
 :func:`specs` is the report order, :func:`select_metrics` what ``--metrics`` names,
 :func:`score_case` runs every selected metric on one case and never raises for a metric
 that does not apply (it returns a ``null`` score with a reason instead), and
-:func:`judge_table` lists the judge metrics.
+:func:`judge_table` lists the judge metrics (each one's prompt, variables builder and
+offline rule: the entries of the one table, :mod:`app.eval.scoring.registry`). Importing
+this module hands ``offline:reference-judge`` those offline rules through its public seam
+(:func:`app.baselines.reference_judge.use_rules`): the rules live with their judges.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
+from types import MappingProxyType
 
+from app.baselines import reference_judge
 from app.errors import ConfigError
 from app.eval.datasets.case import Case
 
@@ -20,8 +25,7 @@ from app.eval.datasets.case import Case
 # within a group (the deterministic generation metrics before the judge metrics)
 from app.eval.scoring import generation, judged, retrieval_case, safety  # noqa: F401
 from app.eval.scoring.base import Kind, MetricContext, MetricSpec, Observation, Score
-from app.eval.scoring.judge_table import JudgeMetric, judge_entries
-from app.eval.scoring.registry import REGISTRY, version
+from app.eval.scoring.registry import REGISTRY, JudgeMetric, version
 
 GROUP_ORDER = ("retrieval", "generation", "rewrite", "safety", "cost")
 
@@ -30,14 +34,19 @@ class _Table:
     """The report order of :data:`REGISTRY` at one version (with its length: a direct
     ``REGISTRY.pop`` is noticed too) and what is derived from it."""
 
-    __slots__ = ("key", "red_lines", "selections", "specs")
+    __slots__ = ("judges", "key", "offline", "red_lines", "selections", "specs")
 
     def __init__(self, key: tuple[int, int]) -> None:
         self.key = key
-        order = sorted(REGISTRY, key=lambda n: GROUP_ORDER.index(REGISTRY[n][0].group))
-        self.specs = {name: REGISTRY[name][0] for name in order}
+        order = sorted(REGISTRY, key=lambda n: GROUP_ORDER.index(REGISTRY[n].spec.group))
+        self.specs = {name: REGISTRY[name].spec for name in order}
         self.red_lines = tuple(n for n, s in self.specs.items() if s.red_line)
         self.selections: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # in registration order
+        self.judges = {n: e.judge for n, e in REGISTRY.items() if e.judge is not None}
+        self.offline: Mapping[str, reference_judge.OfflineRule] = MappingProxyType(
+            {n: j.offline for n, j in self.judges.items()}
+        )
 
 
 _TABLE: list[_Table] = []
@@ -65,7 +74,7 @@ def score_case(
 ) -> dict[str, Score]:
     """Every registered metric (or every ``selected`` one) for one case."""
     return {
-        name: REGISTRY[name][1](case, obs, ctx)
+        name: REGISTRY[name].fn(case, obs, ctx)
         for name in _table().specs
         if selected is None or name in selected
     }
@@ -110,7 +119,7 @@ def _select(table: dict[str, MetricSpec], names: tuple[str, ...]) -> tuple[str, 
 
 def judge_table() -> dict[str, JudgeMetric]:
     """Every judge metric, in registration order."""
-    return judge_entries()
+    return dict(_table().judges)
 
 
 def judge(name: str) -> JudgeMetric:
@@ -118,3 +127,11 @@ def judge(name: str) -> JudgeMetric:
     if name not in table:
         raise KeyError(f"unknown judge metric {name!r}; known: {', '.join(table)}")
     return table[name]
+
+
+def offline_rules() -> Mapping[str, reference_judge.OfflineRule]:
+    """Each judge metric's offline rule (what ``offline:reference-judge`` answers)."""
+    return _table().offline
+
+
+reference_judge.use_rules(offline_rules)

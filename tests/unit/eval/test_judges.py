@@ -9,7 +9,6 @@ from typing import ClassVar
 import pytest
 
 from app.errors import ConfigError, JudgeParseError
-from app.eval.scoring.judge_table import JudgeInput
 from app.eval.scoring.judges import (
     JudgeConfig,
     check_judge,
@@ -18,6 +17,7 @@ from app.eval.scoring.judges import (
     run_judge,
     score_judge,
 )
+from app.eval.scoring.registry import JudgeInput
 from app.eval.scoring.table import judge_table
 from app.generation.registry import RenderedPrompt, load_registry
 from app.llm import spec as spec_module
