@@ -34,6 +34,7 @@ from app.generation.registry.releases import (
     parse_pins,
     read_lock,
     read_releases,
+    released,
 )
 from app.generation.registry.render import RenderedPrompt, render_spec
 from app.generation.registry.rules import RULES, Violation
@@ -86,7 +87,8 @@ class PromptRegistry:
         return dict(sorted(self._specs.get(prompt_id, {}).items()))
 
     def release(self, prompt_id: str) -> Release | None:
-        return self.releases.entries.get(prompt_id)
+        """The prompt's ``releases.toml`` entry (a single-version prompt needs none)."""
+        return released(self.releases, prompt_id, self._specs.get(prompt_id, {}))
 
     def active_version(self, prompt_id: str) -> int:
         """The pinned (``RAG_PROMPT_PIN``), else active (``releases.toml``), else latest version."""

@@ -15,7 +15,13 @@ from app.errors import PromptError
 from app.generation.registry import PromptRegistry
 from app.generation.registry.header import HEADER_KEYS
 from app.generation.registry.loader import PromptSpec
-from app.generation.registry.releases import RELEASES_FILE, parse_version, set_active, write_lock
+from app.generation.registry.releases import (
+    RELEASES_FILE,
+    add_release,
+    parse_version,
+    set_active,
+    write_lock,
+)
 from app.paths import datasets_dir
 
 PRUNE_AFTER_DAYS = 30
@@ -26,7 +32,10 @@ def lock(reg: PromptRegistry) -> tuple[dict[str, str], list[str]]:
     whose files still exist. Returns the new lock and the ids newly added or changed."""
     hashes = {qid: h for qid, h in reg.lock.items() if _exists(reg, qid)}
     changed: list[str] = []
-    for pid, rel in reg.releases.entries.items():
+    for pid in sorted({*reg.releases.entries, *reg.prompt_ids()}):
+        rel = reg.release(pid)
+        if rel is None:
+            continue
         for ver in {rel.active, rel.fallback} - {None}:
             spec = reg.versions(pid).get(ver or 0)
             if spec is None:
@@ -55,7 +64,11 @@ def new_version(
     reg: PromptRegistry, name: str, *, today: date | None = None, author: str | None = None
 ) -> Path:
     """Copy the latest version of ``name`` to ``<slug>_v<N+1>.py`` with VERSION, header
-    version, 最近修改/Modified date and a changelog line bumped; the old file is untouched."""
+    version, 最近修改/Modified date and a changelog line bumped; the old file is untouched.
+
+    A prompt released without a ``releases.toml`` entry (its one version) gets the entry,
+    naming that version active and fallback: the new version is not live until a change
+    sets ``active``."""
     spec = _latest(reg, name)
     today = today or date.today()
     author = author or getpass.getuser()
@@ -113,6 +126,8 @@ def new_version(
     )
     out = [*lines[:doc_start], *region, body]
     target.write_text("".join(out), encoding="utf-8")
+    if spec.prompt_id not in reg.releases.entries and not reg.releases.problems:
+        add_release(reg.root, spec.prompt_id, spec.version)
     return target
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from app.errors import ConfigError
 from app.generation.registry.header import HEADER_KEYS
 from app.generation.registry.loader import LoadedModule, fixture_variables, placeholders
-from app.generation.registry.releases import LOCK_FILE, RELEASES_FILE, Releases
+from app.generation.registry.releases import LOCK_FILE, RELEASES_FILE, Releases, released
 from app.generation.registry.rules import Violation
 
 
@@ -188,20 +188,27 @@ def check_tree(
             by_id.setdefault(f"{mod.category}/{mod.slug}", {})[mod.version] = mod
     for line, problem in releases.problems:
         out.append(Violation("P025", RELEASES_FILE, line, problem))
+    effective = dict(releases.entries)
     for pid, versions in sorted(by_id.items()):
-        rel = releases.entries.get(pid)
+        rel = released(releases, pid, versions)
         latest = versions[max(versions)]
         if rel is None or rel.fallback is None or rel.active is None:
-            what = "no releases.toml entry" if rel is None else "no active and fallback versions"
+            what = (
+                f"{len(versions)} versions and no releases.toml entry"
+                if rel is None
+                else "no active and fallback versions"
+            )
             out.append(Violation("P014", latest.rel, None, f"prompt {pid} has {what}"))
-    for pid, rel in sorted(releases.entries.items()):
+        else:
+            effective[pid] = rel
+    for pid, rel in sorted(effective.items()):
         versions = by_id.get(pid, {})
         pointers = (("active", rel.active), ("fallback", rel.fallback))
         for key, ver in pointers:
             if ver is None or (key == "fallback" and ver == rel.active):
                 continue
-            released = versions.get(ver)
-            if released is None:
+            module = versions.get(ver)
+            if module is None:
                 out.append(
                     Violation(
                         "P015", RELEASES_FILE, rel.line, f"{pid}: {key} = v{ver} has no module"
@@ -211,7 +218,7 @@ def check_tree(
                 out.append(
                     Violation(
                         "P017",
-                        released.rel,
+                        module.rel,
                         None,
                         f"{pid}_v{ver} is released ({key}) but not in {LOCK_FILE}",
                     )

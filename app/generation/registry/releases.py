@@ -13,6 +13,13 @@ version) and the ``RAG_PROMPT_PIN`` environment override.
     "system/kb_qa_v1" = "sha256:…"
 
 Both are written by line edits so a rollback is a one-line diff.
+
+A prompt with a single version needs no ``releases.toml`` entry: it is released as
+``active = fallback = v1`` (:func:`released`). That version is the only possible choice for
+both, so an entry naming it twice would carry no information; seed 004's red line (every
+prompt has a fallback) is met by v1 itself until a second version exists. From then on which
+version is live is a decision, and the entry is required (``rag prompts new`` writes it,
+keeping the live version live).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +53,16 @@ class Release:
 class Releases:
     entries: dict[str, Release]
     problems: tuple[tuple[int | None, str], ...] = ()
+
+
+def released(releases: Releases, prompt_id: str, versions: Collection[int]) -> Release | None:
+    """``prompt_id``'s entry, or for a prompt with a single version and no entry, that
+    version as both active and fallback (see the module docstring)."""
+    entry = releases.entries.get(prompt_id)
+    if entry is None and len(versions) == 1:
+        (only,) = versions
+        return Release(prompt_id, only, only, None)
+    return entry
 
 
 def parse_version(text: object) -> int | None:
@@ -160,3 +178,14 @@ def set_active(root: Path, prompt_id: str, version: int) -> tuple[str, str]:
             path.write_text("".join(lines), encoding="utf-8")
             return old.rstrip("\n"), new.rstrip("\n")
     raise ConfigError(f'{path}: no `active = ...` line under [prompts."{prompt_id}"]')
+
+
+def add_release(root: Path, prompt_id: str, version: int) -> str:
+    """Append ``[prompts."<prompt_id>"]`` with ``version`` as active and fallback to
+    ``releases.toml``; return the lines written."""
+    path = root / RELEASES_FILE
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f'[prompts."{prompt_id}"]\nactive = "v{version}"\nfallback = "v{version}"\n'
+    sep = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
+    path.write_text(text + sep + block, encoding="utf-8")
+    return block
