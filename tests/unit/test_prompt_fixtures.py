@@ -120,7 +120,9 @@ def test_fixture_renders(qualified: str, index: int, model: str, fmt: str) -> No
 
 def test_every_prompt_has_three_to_five_fixtures_with_phrases() -> None:
     specs = REGISTRY.specs()
-    assert len(specs) == 19
+    # every prompt module on disk is loaded (whatever their number)
+    on_disk = {f"{p.parent.name}/{p.stem}" for p in default_root().glob("*/*_v*.py") if p.is_file()}
+    assert {s.qualified for s in specs} == on_disk and on_disk
     for spec in specs:
         assert 3 <= len(spec.test_fixtures) <= 5, spec.qualified
         for fx in spec.test_fixtures:
