@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from app.errors import ReportError
-from app.eval.report.records import ReportSummary
+from app.eval.report.records import CaseResult, ReportSummary
 from app.eval.report.stream import (
     LeanCase,
     NotLineLayout,
@@ -28,33 +29,36 @@ from app.eval.report.stream import (
     line_report,
     load_lean,
 )
+from app.eval.report.views import view_of
+from app.generation.pipeline.trace import RetrievedChunk, SentMessage, Trace
 from app.wellformed import model_json
 
 __all__ = ["Case", "StreamedReport", "TraceBits", "read_cases"]
 
 
-class HitBits(msgspec.Struct, frozen=True):
-    chunk_id: str
-
-
-class SentBits(msgspec.Struct, frozen=True):
-    role: str
-    sha256: str
-    content: str | None = None
-
-
-class TraceBits(msgspec.Struct, frozen=True):
-    """The fields of a :class:`~app.generation.pipeline.trace.Trace` the pages compute with
-    (the rest of the trace is drawn as data by ``static/case.js``)."""
-
-    latency_ms: float = 0.0
-    retrieved: list[HitBits] = []
-    sent: list[SentBits] = []
-
-
-class _Bits(msgspec.Struct, frozen=True):
-    trace: TraceBits | None = None
-
+# The fields of a :class:`~app.generation.pipeline.trace.Trace` the pages compute with (the rest
+# of the trace is drawn as data by ``static/case.js``), derived from the trace records
+# (:func:`app.eval.report.views.view_of`): a field renamed there is renamed here.
+if TYPE_CHECKING:
+    HitBits = RetrievedChunk
+    SentBits = SentMessage
+    TraceBits = Trace
+    _Bits = CaseResult
+else:
+    HitBits = view_of(RetrievedChunk, "HitBits", fields=("chunk_id",), module=__name__)
+    SentBits = view_of(
+        SentMessage, "SentBits", fields=("role", "sha256", "content"), module=__name__
+    )
+    TraceBits = view_of(
+        Trace,
+        "TraceBits",
+        fields=("latency_ms", "retrieved", "sent"),
+        nested={RetrievedChunk: HitBits, SentMessage: SentBits},
+        module=__name__,
+    )
+    _Bits = view_of(
+        CaseResult, "_Bits", fields=("trace",), nested={Trace: TraceBits}, module=__name__
+    )
 
 _BITS = msgspec.json.Decoder(_Bits)
 

@@ -8,11 +8,11 @@ gives it those, and the summary as the real :class:`~app.eval.report.records.Rep
 API (everything raises :class:`~app.errors.ReportError` — the CLI's exit 2 — never a
 traceback; messages name the file, the line, the case id and the field):
 
-* :class:`LeanCase` / :class:`LeanScore` — frozen ``msgspec`` structs with the fields of
-  :class:`~app.eval.report.records.CaseResult` / :class:`~app.eval.scoring.base.Score` except the
-  trace and a metric's ``detail`` (same names, same types, same required fields: a test in
-  tests/unit/eval/test_report_stream.py ties them to the pydantic models).
-  ``LeanCase.value(metric)`` is ``CaseResult.value(metric)``.
+* :data:`~app.eval.report.views.LeanCase` / :data:`~app.eval.report.views.LeanScore` — frozen
+  ``msgspec`` structs with the fields of :class:`~app.eval.report.records.CaseResult` /
+  :class:`~app.eval.scoring.base.Score` except the trace and a metric's ``detail``, derived
+  from the pydantic models (:mod:`app.eval.report.views`); ``CompareCase`` the fewer fields
+  ``rag eval compare`` reads. ``LeanCase.value(metric)`` is ``CaseResult.value(metric)``.
 * :func:`load_lean(path) <load_lean>` → :class:`LeanReport` (``summary``, ``cases`` in file
   order, ``layout``). Ids are unique (as in :class:`~app.eval.report.records.Report`).
 * :func:`read_summary(path) <read_summary>` — the summary only (a line-layout file: its first
@@ -50,13 +50,14 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 from pydantic import ValidationError
 
 from app.errors import ReportError
 from app.eval.report.records import SCHEMA_VERSION, CaseResult, ReportSummary, validation_problems
+from app.eval.report.views import CompareCase, CompareScore, LeanCase, LeanScore
 from app.limits import limit
 from app.safe_io import UnsafeInput, check_file, parse_json, read_bytes
 
@@ -80,60 +81,6 @@ __all__ = [
 Layout = Literal["lines", "document", "typed"]
 _CASES_OPEN = b',"cases":['
 _HEAD_START = b'{"schema_version":"2",'  # how our writer's first line starts
-_NonNegative = Annotated[float, msgspec.Meta(ge=0)]
-
-
-class LeanScore(msgspec.Struct, frozen=True, gc=False):
-    """:class:`~app.eval.scoring.base.Score` without ``detail``."""
-
-    value: float | None
-    reason: str | None = None
-    samples: list[float | None] | None = None
-    spread: float | None = None
-    n_errors: int = 0
-
-
-class LeanCase(msgspec.Struct, frozen=True, gc=False):
-    """:class:`~app.eval.report.records.CaseResult` without ``trace`` (unknown fields ignored)."""
-
-    id: str
-    question: str
-    tags: list[str]
-    difficulty: str | None
-    expected_refusal: bool
-    metrics: dict[str, LeanScore]
-    answer: str | None
-    refused: bool | None
-    errors: list[str]
-    red_lines: list[str]
-    cost_usd: _NonNegative
-    invalid_text: list[str] = msgspec.field(default_factory=list)
-
-    def value(self, metric: str) -> float | None:
-        """The metric's value for this case (``None``: undefined or not measured)."""
-        score = self.metrics.get(metric)
-        return None if score is None else score.value
-
-
-class CompareScore(msgspec.Struct, frozen=True, gc=False):
-    """What ``rag eval compare`` reads of a :class:`~app.eval.scoring.base.Score`."""
-
-    value: float | None
-    reason: str | None = None
-
-
-class CompareCase(msgspec.Struct, frozen=True, gc=False):
-    """What ``rag eval compare`` reads of a case (≈ 2 KB of the ≈ 5 KB a LeanCase holds)."""
-
-    id: str
-    tags: list[str]
-    metrics: dict[str, CompareScore]
-    answer: str | None
-    refused: bool | None
-
-    def value(self, metric: str) -> float | None:
-        score = self.metrics.get(metric)
-        return None if score is None else score.value
 
 
 View = TypeVar("View", LeanCase, CompareCase)
@@ -235,7 +182,7 @@ def typed_case(
         raise ReportError(f"{where}: not a valid case: {problems}") from None
 
 
-def project(case: CaseResult, view: type[View] = LeanCase) -> View:  # type: ignore[assignment]
+def project(case: CaseResult, view: type[View] = LeanCase) -> View:
     """The lean view of a full case (its fields, converted: unknown ones ignored)."""
     return msgspec.convert(case.model_dump(exclude={"trace"}), type=view)
 
@@ -246,7 +193,7 @@ def decode_case(
     line_no: int | None = None,
     *,
     index: int | None = None,
-    view: type[View] = LeanCase,  # type: ignore[assignment]
+    view: type[View] = LeanCase,
 ) -> View:
     """The lean view of one case's JSON. What the lean decoder refuses is validated by
     :class:`CaseResult` (trace dropped): accepted → projected, refused → its error."""
@@ -404,7 +351,7 @@ def line_report(path: Path) -> tuple[ReportSummary, Iterator[tuple[int, bytes]]]
     return summary, _line_cases(path)
 
 
-def iter_cases(path: Path, view: type[View] = LeanCase) -> Iterator[View]:  # type: ignore[assignment]
+def iter_cases(path: Path, view: type[View] = LeanCase) -> Iterator[View]:
     """The lean view of every case, in file order (streamed for a line-layout file)."""
     path = Path(path)
     try:
@@ -464,7 +411,7 @@ def _document(path: Path, view: type[View]) -> LeanReport[View] | None:
     return LeanReport(path=path, summary=summary, cases=cases, layout="document")
 
 
-def load_lean(path: Path, view: type[View] = LeanCase) -> LeanReport[View]:  # type: ignore[assignment]
+def load_lean(path: Path, view: type[View] = LeanCase) -> LeanReport[View]:
     """The report's summary and lean cases (``view``: :class:`LeanCase`, or the smaller
     :class:`CompareCase`), whatever its layout (module docstring)."""
     path = Path(path)
