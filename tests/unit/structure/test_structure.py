@@ -51,7 +51,7 @@ KNOWN_LONG: set[str] = set()
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the ground: errors, paths, limits, safe I/O, redaction, the one text analyser
     ("app", "app.errors", "app.paths", "app.limits", "app.safe_io", "app.redact",
-     "app.runtime", "app.faces", "app.text"),
+     "app.runtime", "app.faces", "app.wellformed", "app.local_http", "app.text"),
     ("app.llm",),  # providers and their middleware: knows no pipeline, no harness
     ("app.retrieval",),  # the knowledge base, BM25 + dense, ACL filter
     ("app.generation",),  # the prompt registry and the RAG pipeline
@@ -236,7 +236,8 @@ def floor_of(module: str, floors: tuple[tuple[str, ...], ...] = FLOORS) -> int |
     best: tuple[int, int] | None = None  # (length of the covering name, floor)
     for level, names in enumerate(floors):
         for covering in names:
-            covers = module == covering or module.startswith(covering + ".")
+            # "app" is the root package only: a new top-level module must be given a floor
+            covers = module == covering or (covering != "app" and module.startswith(covering + "."))
             if covers and (best is None or len(covering) > best[0]):
                 best = (len(covering), level)
     return None if best is None else best[1]
