@@ -254,6 +254,19 @@ def test_the_readme_is_a_short_guide_whose_links_resolve() -> None:
     assert not broken, f"README.md links to missing files: {broken}"
 
 
+def test_the_changelog_is_grouped_by_release_in_keep_a_changelog_form() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    releases = re.findall(r"^## (.+)$", text, re.M)
+    assert releases and releases[0] == "[Unreleased]", "the first section is ## [Unreleased]"
+    for heading in releases[1:]:
+        assert re.fullmatch(r"\[\d+\.\d+\.\d+\] - \d{4}-\d{2}-\d{2}", heading), heading
+    kinds = set(re.findall(r"^### (.+)$", text, re.M))
+    allowed = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    assert kinds <= allowed, f"sections other than Keep a Changelog's: {kinds - allowed}"
+    hits = work_log_hits(text)
+    assert not hits, "CHANGELOG.md: work-log matter (say it in words):\n" + "\n".join(hits)
+
+
 # --- tables that restate the code ----------------------------------------------------------
 
 
