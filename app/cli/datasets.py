@@ -121,16 +121,43 @@ def edit_cmd(port: int, lang: str | None) -> None:
     """Edit cases in the browser (served on 127.0.0.1 only; Ctrl-C stops it).
 
     Saves go into the next version file plus a CHANGELOG.md entry (never into a released
-    file); every save is checked by the same checker as `rag datasets check`. The candidates
+    file); every save is checked by the same checker as `rag datasets check`, and in a git
+    work tree is a commit in the expert's name on a branch for the change. The candidates
     `rag datasets mine` wrote under reports/candidates/ open there too, for review and
-    acceptance into a suite.
+    acceptance into a suite; /calibrate is the judge-calibration queue (blind 1–5 scores of
+    judged cases from a report, stored in tests/eval/calibration/).
     """
+    from app.eval.datasets.commits import git_saves
     from app.eval.datasets.editor_http import serve
-    from app.paths import datasets_dir, kb_dir, reports_dir
+    from app.eval.datasets.versions import author, is_released
+    from app.eval.report.calibration_queue import CalibrationQueue, calibration_routes
+    from app.paths import datasets_dir, kb_dir, repo_root, reports_dir
+    from app.retrieval.kb import load_kb
 
+    git = git_saves(datasets_dir())
+
+    def who() -> str | None:
+        if git is None:
+            return author()
+        expert = git.expert()
+        return None if expert is None else expert.name
+
+    queue = CalibrationQueue(
+        reports=reports_dir(),
+        folder=repo_root() / "tests" / "eval" / "calibration",
+        kb=load_kb(kb_dir()),
+        root=repo_root(),
+        who=who,
+        released=git.released if git is not None else is_released,
+    )
     try:
         server = serve(
-            datasets_dir(), kb_dir(), port=port, lang=lang, candidates=reports_dir() / "candidates"
+            datasets_dir(),
+            kb_dir(),
+            port=port,
+            lang=lang,
+            candidates=reports_dir() / "candidates",
+            routes=calibration_routes(queue),
         )
     except OSError as exc:
         raise DatasetError(

@@ -68,6 +68,15 @@ class LabelRow(BaseModel):
     source: str | None = None
     note: str | None = None
     expected_refusal: bool = False
+    # set by the editor's review queue (app.eval.report.calibration_queue): where the row was
+    # taken from and what that run's judge said (shown to the expert only after scoring)
+    report: str | None = None  # run id
+    case_id: str | None = None
+    judge_prompt: str | None = None  # e.g. judge/faithfulness_v1
+    judge_model: str | None = None
+    judge_score: float | None = Field(default=None, ge=1, le=5)
+    judge_reasoning: str | None = None
+    labelled_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
 
     @field_validator("metric")
     @classmethod
@@ -120,6 +129,9 @@ class CalibrationResult:
     per_metric: dict[str, Agreement]
     verdict: CalibrationVerdict
     rows: tuple[ScoredRow, ...] = field(default=())
+    #: the seed's rule per judge prompt (> 85 % pass, below 75 % revise the prompt): metric ->
+    #: (the judge prompt it renders, its verdict)
+    per_prompt: dict[str, tuple[str, CalibrationVerdict]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,10 +143,14 @@ class CalibrationResult:
             _fmt_agreement("overall", o),
         ]
         lines += [_fmt_agreement(m, a) for m, a in sorted(self.per_metric.items())]
+        for metric, (prompt, verdict) in sorted(self.per_prompt.items()):
+            exact = self.per_metric[metric].exact
+            advice = " — revise the judge prompt" if verdict == "fail" else ""
+            lines.append(f"  {prompt}: {verdict.upper()} (exact {exact:.1%}){advice}")
         lines.append(
             f"verdict: {self.verdict.upper()} — exact agreement {o.exact:.1%} "
             f"(pass > {PASS_ABOVE:.0%}, warn {WARN_FROM:.0%}–{PASS_ABOVE:.0%}, "
-            f"fail < {WARN_FROM:.0%})"
+            f"fail < {WARN_FROM:.0%}; every judge prompt must pass on its own)"
         )
         worst = [r for r in self.rows if r.judge_score is None or abs(r.judge_score - r.human) >= 2]
         if worst:
@@ -291,22 +307,40 @@ async def score_rows(
             await own.aclose()
 
 
+_ORDER: dict[CalibrationVerdict, int] = {"pass": 0, "warn": 1, "fail": 2}
+
+
 def summarise(
-    scored: Sequence[ScoredRow], *, judge: str, labels: str, samples: int
+    scored: Sequence[ScoredRow],
+    *,
+    judge: str,
+    labels: str,
+    samples: int,
+    prompts: Mapping[str, str] | None = None,
 ) -> CalibrationResult:
+    """Agreement overall and per metric; the verdict is the worst of the overall one and each
+    judge prompt's (``prompts``: metric -> the prompt id it renders; default ``judge/<m>``)."""
     overall = agreement(scored)
     per_metric = {
         m: agreement([r for r in scored if r.metric == m])
         for m in sorted({r.metric for r in scored})
     }
+    per_prompt = {
+        m: ((prompts or {}).get(m) or f"judge/{m}", verdict_for(a.exact))
+        for m, a in per_metric.items()
+    }
+    verdict = max(
+        [verdict_for(overall.exact), *(v for _, v in per_prompt.values())], key=_ORDER.__getitem__
+    )
     return CalibrationResult(
         judge=judge,
         labels=labels,
         samples=samples,
         overall=overall,
         per_metric=per_metric,
-        verdict=verdict_for(overall.exact),
+        verdict=verdict,
         rows=tuple(scored),
+        per_prompt=per_prompt,
     )
 
 
@@ -316,4 +350,24 @@ def calibrate(labels: Path, judge: str, *, samples: int = 3) -> CalibrationResul
         raise ConfigError(f"--samples must be at least 1, got {samples}")
     rows = load_labels(labels)
     scored = asyncio.run(score_rows(rows, judge, samples=samples))
-    return summarise(scored, judge=judge, labels=str(labels), samples=samples)
+    return summarise(
+        scored, judge=judge, labels=str(labels), samples=samples, prompts=judge_prompts(rows)
+    )
+
+
+def judge_prompts(rows: Sequence[LabelRow]) -> dict[str, str]:
+    """Each metric's judge prompt: the active version the registry renders for it."""
+    from app.errors import PromptError
+    from app.eval.scoring.table import judge_table
+    from app.generation.registry import load_registry
+
+    table = judge_table()
+    registry = load_registry()
+    out = {}
+    for metric in sorted({r.metric for r in rows}):
+        prompt_id = table[metric].prompt
+        try:
+            out[metric] = registry.get(prompt_id).qualified
+        except PromptError:  # render will say what is wrong; the id still names the prompt
+            out[metric] = prompt_id
+    return out

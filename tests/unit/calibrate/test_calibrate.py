@@ -170,3 +170,39 @@ def test_bad_labels_name_file_line_and_field(tmp_path: Path) -> None:
     assert f"{bad}:2: field human_score" in msg
     assert f"{bad}:3: field humann_score" in msg
     assert f"{bad}:4: not valid JSON" in msg
+
+
+def test_weighted_kappa_equals_scikit_learn_on_random_ratings() -> None:
+    """The κ `rag judge calibrate` reports is scikit-learn's (an independent implementation)
+    with quadratic weights over the five categories."""
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = random.Random(7)
+    for n in (2, 5, 20, 50, 200):
+        for _ in range(20):
+            a = [rng.randint(1, 5) for _ in range(n)]
+            b = [min(5, max(1, x + rng.choice((-2, -1, 0, 0, 1)))) for x in a]
+            if len(set(a) | set(b)) == 1:
+                continue
+            ours = quadratic_weighted_kappa(a, b)
+            theirs = cohen_kappa_score(a, b, weights="quadratic", labels=[1, 2, 3, 4, 5])
+            assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+def test_every_judge_prompt_must_pass_on_its_own() -> None:
+    """Seed 004 §10.2 per judge prompt: a prompt below 75 % fails the run even when the
+    overall agreement passes."""
+    from app.eval.scoring.calibrate import ScoredRow, summarise
+
+    good = [ScoredRow(f"g{i}", "faithfulness", 5, 5.0, 5) for i in range(18)]
+    bad = [ScoredRow(f"b{i}", "relevance", 5, 2.0, 2) for i in range(2)]
+    result = summarise(
+        good + bad, judge="j", labels="l", samples=1, prompts={"relevance": "judge/relevance_v1"}
+    )
+    assert result.overall.exact == pytest.approx(0.9)  # overall it would pass
+    assert result.per_prompt == {
+        "faithfulness": ("judge/faithfulness", "pass"),
+        "relevance": ("judge/relevance_v1", "fail"),
+    }
+    assert result.verdict == "fail"
+    assert "judge/relevance_v1: FAIL (exact 0.0%) — revise the judge prompt" in result.to_text()
