@@ -47,8 +47,9 @@ test: $(STAMP) chromium ## set-up + every test that needs no API key (suite repo
 docs: $(STAMP) ## build the documentation site (mkdocs-material, strict) into .cache/site
 	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir .cache/site && echo "docs: built .cache/site (mkdocs --strict)"
 
-screenshots: $(STAMP) chromium ## re-take the README's viewer screenshots (docs/img/) in the browser test
+screenshots: $(STAMP) chromium ## re-take the docs' screenshots (docs/img/: viewer, expert guide) in the browser tests
 	RAG_VIEWER_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests/e2e/test_e2e_viewer.py
+	RAG_DOCS_SCREENSHOTS=1 $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests/e2e/test_e2e_expert_loop.py
 
 unit: $(STAMP) ## unit tests only
 	$(BIN)/python -m pytest -q tests/unit -m "not live" -p no:cacheprovider

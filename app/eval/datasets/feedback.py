@@ -24,7 +24,7 @@ from typing import Any
 from app.eval.datasets.messages import Lang
 from app.generation.pipeline.assembly import select
 from app.generation.pipeline.config import PipelineConfig
-from app.retrieval.hybrid import make_retriever
+from app.retrieval.hybrid import HybridRetriever, make_retriever
 from app.retrieval.kb import KnowledgeBase, can_read
 from app.retrieval.rerank import get_reranker, merge_hits
 from app.text.match import contains_any
@@ -50,11 +50,7 @@ class Feedback:
     def case(self, case: dict[str, Any]) -> dict[str, Any]:
         """The four facts for one case (a raw case object, as the editor holds it)."""
         started = time.perf_counter()
-        history = case.get("history")
-        rewrite = case.get("golden_rewrite")
-        question = str(
-            rewrite if history and isinstance(rewrite, str) and rewrite else case.get("question")
-        )
+        question = _question(case)
         acl = _strings(case.get("acl"))
         ranking = self.retriever.search(question, acl, k=len(self.kb.chunks))
         rank = {h.chunk_id: n for n, h in enumerate(ranking, start=1)}
@@ -103,4 +99,15 @@ class Feedback:
 
     def cases(self, cases: list[dict[str, Any]], lang: Lang = "en") -> list[dict[str, Any]]:
         del lang  # the page words the facts in its own language
+        if isinstance(self.retriever, HybridRetriever):  # new questions embedded in one batch
+            self.retriever.prefetch([_question(c) for c in cases])
         return [self.case(c) for c in cases]
+
+
+def _question(case: dict[str, Any]) -> str:
+    """What retrieval sees: a multi-turn case's ``golden_rewrite``, else its question."""
+    history = case.get("history")
+    rewrite = case.get("golden_rewrite")
+    return str(
+        rewrite if history and isinstance(rewrite, str) and rewrite else case.get("question")
+    )
