@@ -38,7 +38,7 @@ from app.errors import DatasetError
 from app.eval.datasets.case import CASE_FIELDS, Suite
 from app.eval.datasets.check import check_text
 from app.eval.datasets.hints import hint, label
-from app.eval.datasets.items import parse_items
+from app.eval.datasets.items import LIST_FIELDS, parse_items
 from app.eval.datasets.messages import Lang, resolve_lang, say
 from app.retrieval.kb import KnowledgeBase
 
@@ -65,14 +65,7 @@ COLUMNS: tuple[str, ...] = (
     "version",
 )
 assert set(COLUMNS) == set(CASE_FIELDS)
-LISTS = {
-    "golden_chunk_ids",
-    "acceptable_chunk_ids",
-    "must_include",
-    "must_not_include",
-    "acl",
-    "tags",
-}
+LISTS = frozenset(LIST_FIELDS)
 _TURN = re.compile(r"^(user|assistant)\s*[:：] ?(.*)$", re.S)
 
 
