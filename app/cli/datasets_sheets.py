@@ -69,6 +69,7 @@ def import_cmd(
     """
     from app.eval.datasets.case import FILE_NAME_RE, available_suites
     from app.eval.datasets.check import suite_ids
+    from app.eval.datasets.commits import git_saves
     from app.eval.datasets.messages import resolve_lang, say
     from app.eval.datasets.sheets import read_sheet, rows_to_jsonl
     from app.eval.datasets.versions import (
@@ -113,7 +114,9 @@ def import_cmd(
     if out is None and newest is not None and newest.read_text(encoding="utf-8") == text:
         click.echo(say("sheet.identical", code, n=len(cases), name=newest.name))
         return
-    draft = out is None and newest is not None and not is_released(newest)
+    saves = git_saves(folder)  # the editor's rule: released = on the base branch
+    released = saves.released if saves is not None else is_released
+    draft = out is None and newest is not None and not released(newest)
     if draft and versions and newest is not None:
         (major, minor), _ = versions[-1]
         tmp = newest.with_name(f".{newest.name}.{os.getpid()}.tmp")
