@@ -382,6 +382,7 @@ class EditorState:
                     updated.append(old)
                     continue
                 new = dict(new)
+                parse_lists(new)  # the text of a list box, as the page showed it parsed
                 if "__raw__" not in new and new.get("id") in reject:
                     new.update(status=cands.REJECTED, rejected_reason=note.strip())
                 updated.append(new)

@@ -218,6 +218,7 @@ def test_a_review_is_saved_or_rejected_in_the_candidate_file_never_over_an_accep
 
     # the page edits all three (the accepted one too) and rejects c-2
     edited = [{**c, "question": c["question"] + "（改）"} for c in accepted["cases"]]
+    edited[2]["must_include"] = "身份证，体检报告"  # the text of a list box
     review = {**body, "cases": edited, "sha256": accepted["sha256"], "reject": ["c-2"]}
     assert call(port, "POST", "/api/review", review, **OWN)[0] == 422  # no reason given
     assert call(port, "POST", "/api/review", {**review, "sha256": "0" * 64, "note": "x"}, **OWN)[0] == 409  # fmt: skip
@@ -232,6 +233,7 @@ def test_a_review_is_saved_or_rejected_in_the_candidate_file_never_over_an_accep
     assert after[1]["status"] == "rejected" and after[1]["rejected_reason"] == "asked twice"
     assert after[1]["question"].endswith("（改）") and after[2]["question"].endswith("（改）")
     assert after[2].get("status") == candidate("c-3").get("status")
+    assert after[2]["must_include"] == ["身份证", "体检报告"]  # parsed, as the page showed it
     assert call(port, "GET", "/api/candidates")[1]["files"] == [
         {"name": path.name, "candidates": 3, "pending": 1}
     ]
