@@ -45,6 +45,9 @@ CHEAP_ARGS: dict[str, list[str]] = {
         "--help"
     ],  # its sub-commands need a git history / a report: tests/unit/workflows
     "make_sample_answer_log.py": ["--out", "sample-answers.jsonl"],
+    "bench_feedback.py": ["--rounds", "1", "--cases", "2"],
+    # needs a pull request and a token (tests/unit/workflows/test_approvals.py): its start only
+    "check_approvals.py": ["--help"],
     "run_dataset_file.py": ["tests/eval/datasets/smoke_v1.0.jsonl", "run-dataset-file-out"],
 }
 # the exit code each script must end with here (default 0); a Python traceback is never one
