@@ -39,6 +39,7 @@ TITLES = {
     "injection": "Injection detector",
     "registry": "Prompt registry",
     "retrieval": "Retrieval",
+    "feedback": "Editor feedback on a case",
 }
 
 
