@@ -1,7 +1,8 @@
 """``rag eval``: run suites, record baselines; ``compare`` / ``diff-prompt`` load lazily.
 
-Exit codes: 0 every threshold passed, 1 a threshold or red line failed (or the run is
-partial), 2 bad input or usage.
+Exit codes: 0 the run passed its gate (``--gate``: every threshold, or only the red lines),
+1 it did not (a gated threshold or a red line failed, or the run is partial), 2 bad input or
+usage. The status line says which.
 """
 
 from __future__ import annotations
@@ -265,7 +266,7 @@ def run_cmd(
     temperature: float | None,
     allow_unlisted_model: bool,
     quiet: bool,
-    gate: str,
+    gate: str | None,
     langfuse: bool,
 ) -> None:
     """Run a suite through the pipeline, score it, write reports/eval_<UTC>.json (+ .md)."""
@@ -333,6 +334,7 @@ def run_cmd(
         max_tokens=max_tokens,
         temperature=temperature,
         allow_unlisted_model=allow_unlisted_model,
+        gate=gate or "thresholds",  # type: ignore[arg-type]
     )
     err = Console(stderr=True)
     run_id = resume or new_run_id()
@@ -386,7 +388,7 @@ def run_cmd(
             f"(its report: {outcome.path})",
             soft_wrap=True,
         )
-    _print_summary(outcome.summary, outcome.path, outcome.markdown, gate)
+    _print_summary(outcome.summary, outcome.path, outcome.markdown)
     if langfuse:
         from app.integrations.langfuse import export_run
 
@@ -408,9 +410,7 @@ def run_cmd(
             f" → run {exported.run_name} of dataset {exported.dataset}"
             + (f" {exported.url}" if exported.url else "")
         )
-    ctx.exit(
-        gate_exit_code(outcome.summary, echo=False) if gate == "red-lines" else outcome.exit_code
-    )
+    ctx.exit(gate_exit_code(outcome.summary, echo=False))
 
 
 def _shard_option(shard: str | None) -> str | None:

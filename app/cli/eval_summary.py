@@ -1,5 +1,6 @@
-"""The terminal summary of a finished run (``rag eval run``, ``rag eval merge``) and the
-``--gate red-lines`` exit code: the table, then which verdicts gate and which are reported."""
+"""The terminal summary of a finished run (``rag eval run``, ``rag eval merge``) and its exit
+code: the table, which verdicts gate and which are reported, then the run's one status line
+(:mod:`app.eval.report.status`, stored in the report under the gate the run was asked for)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ if TYPE_CHECKING:
 __all__ = ["_print_summary", "gate_exit_code"]
 
 
-def _print_summary(
-    report: ReportSummary, path: Path | None, md: Path | None, gate: str = "thresholds"
-) -> None:
+def _print_summary(report: ReportSummary, path: Path | None, md: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from app.eval.report.render import cost_text, evaluated_line, not_measured, summary_rows
+    from app.eval.report.status import status_line
 
+    gate = report.meta.config.gate
     console = Console()
     if not console.is_terminal:
         console = Console(width=120)
@@ -87,8 +88,7 @@ def _print_summary(
         console.print(f"[yellow]PARTIAL:[/yellow] {report.partial_reason}")
     if gate == "red-lines":
         _print_red_line_gate(console, report)
-    else:
-        console.print(f"status: {report.status.upper()}")
+    console.print(f"status: {status_line(report)}", soft_wrap=True, markup=False)
     if path is not None:
         console.print(f"report: {path}")
     if md is not None:
@@ -114,17 +114,13 @@ def _print_red_line_gate(console: Any, report: ReportSummary) -> None:
     )
     role = "baseline-only" if report.meta.candidate.offline else "--gate red-lines"
     console.print(f"quality thresholds: {not_met} — {role}: reported, not gating")
-    gated = "FAIL" if red_failed or report.partial else "PASS"
-    console.print(f"status: {gated} (gate red-lines; every threshold: {report.status.upper()})")
 
 
 def gate_exit_code(report: ReportSummary, *, echo: bool = True) -> int:
-    """Exit code of the red-lines gate: 1 when a red-line metric fails or the run is partial
-    (:func:`app.eval.report.render.red_line_gate`); ``echo`` says so on stderr in one line."""
-    from app.eval.report.render import red_line_gate
+    """The run's exit code: 0 when it passed the gate it was asked for, else 1 (a failed
+    gate, a red line, a partial run); ``echo`` prints the status line on stderr."""
+    from app.eval.report.status import exit_code, status_line
 
-    failed, _ = red_line_gate(report)
     if echo:
-        status = f"red lines failed: {', '.join(failed)}" if failed else "red lines: pass"
-        click.echo(f"gate red-lines — {status} (quality thresholds reported, not gating)", err=True)
-    return 1 if failed or report.partial else 0
+        click.echo(f"status: {status_line(report)}", err=True)
+    return exit_code(report)

@@ -46,10 +46,10 @@ report_out = click.option(
 gate = click.option(
     "--gate",
     type=click.Choice(["thresholds", "red-lines"]),
-    default="thresholds",
-    show_default=True,
-    help="What sets exit 1: every threshold, or only red-line metrics (e.g. acl_leak) — the "
-    "gate for offline-baseline runs, whose quality numbers are not a model's.",
+    default=None,
+    help="What sets the run's status and exit 1: every threshold (a run's default), or only "
+    "red-line metrics (e.g. acl_leak) — the gate for offline-baseline runs, whose quality "
+    "numbers are not a model's. `rag eval merge`: default the gate the shards were run with.",
 )
 
 model = click.option(

@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_MODEL = "offline:extractive"
 DEFAULT_JUDGE = "offline:reference-judge"
+#: what sets a run's status and exit code (app.eval.report.status): every threshold, or only
+#: the red-line metrics
+Gate = Literal["thresholds", "red-lines"]
 
 _T = TypeVar("_T")
 
@@ -87,6 +90,8 @@ class RunConfig(BaseModel):
     shard: Operational[str | None] = (
         None  # "i/N": this process runs shard i of N (stable by case id)
     )
+    # what sets the status and the exit code (app.eval.report.status); decides no case's result
+    gate: Operational[Gate] = "thresholds"
 
     @field_validator("shard")
     @classmethod

@@ -22,6 +22,7 @@ from typing import Any
 from app.errors import RagError
 from app.eval.report.records import Report
 from app.eval.report.render import cost_text
+from app.eval.report.status import status_line
 from app.view.casedata import snip
 
 __all__ = ["RunEntry", "RunStore", "case_file_name", "compare_rows", "fmt_cost", "fmt_num"]
@@ -108,7 +109,8 @@ def run_row(entry: RunEntry) -> dict[str, Any]:
         "prompts": [p.version for p in meta.prompts.values()],
         "candidate": meta.candidate.provider + (" (offline)" if meta.candidate.offline else ""),
         "judge": (meta.judge.provider or "no judge") + (" (offline)" if meta.judge.offline else ""),
-        "status": r.status + (" (partial)" if r.partial else ""),
+        "status": r.status,  # pass / fail / partial: the badge's colour
+        "status_line": status_line(r),  # the run's one status line (app.eval.report.status)
         "date": r.created_at,
         "cases": f"{r.totals.cases_done}/{r.totals.cases_planned}",
         "cost": cost_text(r.totals),

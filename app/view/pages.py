@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 from app.eval.report.records import CaseResult, Report, ReportSummary
 from app.eval.report.render import _VERDICT_MARK, bars, cost_text
+from app.eval.report.status import status_line
 from app.text import has_cjk
 from app.view.casedata import Extras, case_row, priced, run_info
 from app.view.diff import word_diff
@@ -144,6 +145,7 @@ def run_page_of(
         lang=_lang([row["q"] for row in rows]),
         home=home,
         r=summary,
+        status=status_line(summary),
         cost=cost_text(summary.totals),
         tags=tags,
         difficulties=diffs,

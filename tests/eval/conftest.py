@@ -14,7 +14,12 @@ option                 environment              default
 ``--judge``            ``RAG_EVAL_JUDGE``       ``offline:reference-judge``
 ``--prompt`` (repeat)  ``RAG_EVAL_PROMPT``      (the active versions); comma-separated in env
 ``--judge-samples``    ``RAG_EVAL_JUDGE_SAMPLES``  3
+``--gate``             ``RAG_EVAL_GATE``        ``red-lines`` for an offline candidate,
+                                                ``thresholds`` for a model
 =====================  =======================  ===========================
+
+The run's one status (:mod:`app.eval.report.status`, computed under that gate) is what the
+terminal summary prints, word for word as ``rag eval run --gate …`` prints it.
 
 What fails, and why — the report's one bad-case policy (:func:`app.eval.report.io.bad_cases`,
 ``report.bad_cases``), which this front end reads rather than re-derives:
@@ -61,6 +66,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--prompt", dest="rag_eval_prompt", action="append", default=None, help="prompt version"
     )
     group.addoption("--judge-samples", dest="rag_eval_judge_samples", default=None, type=int)
+    group.addoption(
+        "--gate",
+        dest="rag_eval_gate",
+        default=None,
+        choices=("thresholds", "red-lines"),
+        help="what sets the run's status (default: red-lines offline, thresholds for a model)",
+    )
 
 
 def _opt(config: pytest.Config, name: str) -> Any:
@@ -75,13 +87,18 @@ def eval_settings(config: pytest.Config) -> RunConfig:
     samples = _opt(config, "rag_eval_judge_samples") or int(
         os.environ.get("RAG_EVAL_JUDGE_SAMPLES", "3")
     )
+    model = _opt(config, "rag_eval_model") or os.environ.get("RAG_EVAL_MODEL") or DEFAULT_MODEL
+    gate = _opt(config, "rag_eval_gate") or os.environ.get("RAG_EVAL_GATE")
+    if gate is None:  # the rule below: an offline baseline is held to its red lines only
+        gate = "red-lines" if parse_provider(model).offline else "thresholds"
     return RunConfig(
         suite="",
-        model=_opt(config, "rag_eval_model") or os.environ.get("RAG_EVAL_MODEL") or DEFAULT_MODEL,
+        model=model,
         judge=None if judge.lower() == "none" else judge,
         judge_samples=samples,
         prompts=tuple(prompts),
         concurrency=4,
+        gate=gate,
     )
 
 
@@ -113,10 +130,17 @@ def eval_suite(pytestconfig: pytest.Config, eval_config: RunConfig) -> Callable[
     return get
 
 
+def summary_line(suite: str, outcome: RunOutcome) -> str:
+    """The terminal summary's line for one suite: the run's one status line."""
+    from app.eval.report.status import status_line
+
+    totals = outcome.summary.totals
+    return (
+        f"rag eval [{suite}] status: {status_line(outcome.summary)} "
+        f"({totals.cases_done} cases, {totals.duration_s:.1f}s) → {outcome.path}"
+    )
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for suite, outcome in _RUNS.items():
-        totals = outcome.summary.totals
-        terminalreporter.write_line(
-            f"rag eval [{suite}] {outcome.summary.status.upper()} "
-            f"({totals.cases_done} cases, {totals.duration_s:.1f}s) → {outcome.path}"
-        )
+        terminalreporter.write_line(summary_line(suite, outcome))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from app.eval.config import RunConfig
+from app.eval.config import Gate, RunConfig
 from app.eval.report.io import bad_cases, refusal_confusion
 from app.eval.report.records import (
     SCHEMA_VERSION,
@@ -26,6 +26,7 @@ from app.eval.report.records import (
     ThresholdsRef,
     Totals,
 )
+from app.eval.report.status import run_status
 from app.eval.scoring.base import Score
 from app.eval.stats.describe import describe
 
@@ -102,6 +103,7 @@ def report(
     status: Literal["pass", "fail", "partial"] | None = None,
     suite: str = "smoke",
     bad_judge_score: float = 3.0,
+    gate: Gate = "thresholds",
 ) -> Report:
     summary = {
         name: Distribution.model_validate(
@@ -121,12 +123,23 @@ def report(
     ]
     partial = partial_reason is not None
     verdict_map = dict(verdicts or {})
-    failed = any(v.verdict == "fail" for v in verdict_map.values())
+    # the run's one status, by the harness's own rule (app.eval.report.status)
+    computed = run_status(
+        gate=gate,
+        verdicts=verdict_map,
+        red_lines=[name for name, m in metrics.items() if m.red_line],
+        partial_reason=partial_reason,
+        cases_done=len(cases),
+        cases_planned=len(cases),
+        candidate_offline=candidate.startswith("offline:"),
+        judge_offline=bool(judge and judge.startswith("offline:")),
+    )
     return Report(
         schema_version=SCHEMA_VERSION,
         run_id=run_id,
         created_at="2026-11-30T19:00:00Z",
-        status=status or ("partial" if partial else ("fail" if failed else "pass")),
+        status=status or computed.status,
+        status_line=computed.line if status is None else None,
         partial=partial,
         partial_reason=partial_reason,
         meta=RunMeta(
@@ -155,7 +168,7 @@ def report(
                 suite=suite,
                 bad_judge_score=bad_judge_score,
             ),
-            config=RunConfig(suite=suite, model=candidate, judge=judge),
+            config=RunConfig(suite=suite, model=candidate, judge=judge, gate=gate),
         ),
         metrics=dict(metrics),
         totals=Totals(

@@ -36,6 +36,7 @@ from app.eval.report.records import (
     Totals,
     validation_problems,
 )
+from app.eval.report.status import run_status
 from app.eval.report.summary import (
     SummaryParts,
     bad_cases,
@@ -88,7 +89,8 @@ def build_summary(
 ) -> ReportSummary:
     """The report without its cases, from :func:`app.eval.report.summary.summary_parts` of the
     cases' digests. ``measured`` names the metrics the run computed (``None``: all); a
-    threshold on any other metric is ``not_measured`` and fails the run."""
+    threshold on any other metric is ``not_measured`` and fails the run. The status and its
+    line are :func:`app.eval.report.status.run_status` under ``meta.config.gate``."""
     raw_verdicts = verdicts(
         thresholds,
         {k: d.model_dump() for k, d in parts.summary.items()},
@@ -97,14 +99,26 @@ def build_summary(
         max_errors=meta.config.max_errors,
     )
     verdict_map = {k: MetricVerdict.model_validate(v) for k, v in raw_verdicts.items()}
-    failed = any(v.verdict in ("fail", "not_measured") for v in verdict_map.values())
     partial = partial_reason is not None
     infos = {name: metric_info(spec) for name, spec in metric_specs.items()}
+    shard = meta.shard
+    status = run_status(
+        gate=meta.config.gate,
+        verdicts=verdict_map,
+        red_lines=[name for name, spec in metric_specs.items() if spec.red_line],
+        partial_reason=partial_reason,
+        cases_done=totals.cases_done,
+        cases_planned=totals.cases_planned,
+        candidate_offline=meta.candidate.offline,
+        judge_offline=bool(meta.judge.offline),
+        shard=None if shard is None else (shard.index, shard.count, shard.planned),
+    )
     return ReportSummary(
         schema_version=SCHEMA_VERSION,
         run_id=run_id,
         created_at=created_at,
-        status="partial" if partial else ("fail" if failed else "pass"),
+        status=status.status,
+        status_line=status.line,
         partial=partial,
         partial_reason=partial_reason,
         meta=meta,

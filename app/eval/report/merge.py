@@ -16,6 +16,9 @@ refused, naming the reason, when the shards do not make one run:
   resolved — every difference named; ``allow_truth_change`` merges anyway and records them
   in the merged report's ``meta.truth_waived``.
 
+The merged report's status is computed under ``gate`` (``rag eval merge --gate``), else under
+the gate the shards were run with (shards run with different gates are refused without one).
+
 Idempotent: the merged run id and time derive from the shards', so merging the same shards
 again gives the same report (and the same file name). Engine counters are summed over the
 shards; the duration is the longest shard's (they run side by side).
@@ -29,7 +32,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from app.errors import ReportError
-from app.eval.config import operational_fields
+from app.eval.config import Gate, operational_fields
 from app.eval.report.records import Report, RunMeta, Totals
 from app.eval.report.truth import truth_differences
 from app.llm.engine import EngineStats
@@ -195,7 +198,22 @@ def _sum_stats(stats: Sequence[EngineStats | None]) -> EngineStats | None:
     return total
 
 
-def merge_reports(reports: Sequence[Report], *, allow_truth_change: bool = False) -> Report:
+def merged_gate(reports: Sequence[Report], gate: Gate | None) -> Gate:
+    """``gate`` when given, else the one gate the shards were run with."""
+    if gate is not None:
+        return gate
+    gates = sorted({r.meta.config.gate for r in reports})
+    if len(gates) != 1:
+        raise ReportError(
+            "the shards were run with different gates (" + ", ".join(gates) + "): choose the "
+            "merged run's with --gate thresholds or --gate red-lines"
+        )
+    return gates[0]
+
+
+def merge_reports(
+    reports: Sequence[Report], *, allow_truth_change: bool = False, gate: Gate | None = None
+) -> Report:
     """One report over every shard's cases (see the module docstring)."""
     from app.eval.report.io import build_report
     from app.eval.scoring.table import specs
@@ -220,7 +238,9 @@ def merge_reports(reports: Sequence[Report], *, allow_truth_change: bool = False
         {
             **first.meta.model_dump(),
             "prompts": {k: v.model_dump() for k, v in sorted(prompts.items())},
-            "config": first.meta.config.replace(shard=None).model_dump(),
+            "config": first.meta.config.replace(
+                shard=None, gate=merged_gate(unique, gate)
+            ).model_dump(),
             "shard": None,
             "merged_from": [r.run_id for r in unique],
             "resumed_from": None,
@@ -257,4 +277,4 @@ def merge_reports(reports: Sequence[Report], *, allow_truth_change: bool = False
     )
 
 
-__all__ = ["check_shards", "merge_reports"]
+__all__ = ["check_shards", "merge_reports", "merged_gate"]

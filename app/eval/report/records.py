@@ -321,7 +321,11 @@ class ReportSummary(Record):
     schema_version: Literal["2"]
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     created_at: str = Field(pattern=CREATED_AT_PATTERN)
+    #: the run's one status under the gate it was asked for (``meta.config.gate``) and the line
+    #: that names what was gated (:mod:`app.eval.report.status`; ``None``: a report written
+    #: before status lines, gated on every threshold)
     status: Status
+    status_line: str | None = None
     partial: bool
     partial_reason: str | None
     meta: RunMeta

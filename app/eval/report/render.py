@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from app.eval.report.records import Histogram, ReportSummary, Totals
+from app.eval.report.status import status_line
 
 __all__ = [
     "Bar",
@@ -70,11 +71,12 @@ def red_line_gate(report: ReportSummary) -> tuple[list[str], list[str]]:
     return [n for n in failed if n in red], [n for n in failed if n not in red]
 
 
-def summary_rows(report: ReportSummary, gate: str = "thresholds") -> list[list[str]]:
+def summary_rows(report: ReportSummary, gate: str | None = None) -> list[list[str]]:
     """metric, n, errors, mean, std, 95 % CI, threshold, verdict — one row per metric.
 
-    With ``gate="red-lines"`` each verdict says what it is: ``red line`` or
-    ``baseline-only`` / ``not gating`` (:func:`gate_role`)."""
+    Under the red-lines gate (``gate``, default the report's) each verdict says what it is:
+    ``red line`` or ``baseline-only`` / ``not gating`` (:func:`gate_role`)."""
+    gate = gate or report.meta.config.gate
     rows: list[list[str]] = []
     for name, dist in report.summary.items():
         verdict = report.verdicts.get(name)
@@ -115,7 +117,7 @@ def render_markdown(report: ReportSummary) -> str:
     judge = meta.judge
     totals = report.totals
     lines = [
-        f"# Evaluation {report.run_id} — {meta.suite} — {report.status.upper()}",
+        f"# Evaluation {report.run_id} — {meta.suite} — {status_line(report)}",
         "",
         f"- created: {report.created_at}; git {meta.git.sha or '?'}"
         + (" (dirty)" if meta.git.dirty else ""),

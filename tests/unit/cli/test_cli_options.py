@@ -77,6 +77,9 @@ def test_the_choices_and_defaults_are_the_runner_s() -> None:
     assert set(retriever.type.choices) == set(get_args(fields["retriever"].annotation))
     assert _option(("eval", "run"), "--timeout").default == fields["timeout_s"].default
     assert _option(("eval", "run"), "--max-attempts").default == fields["max_attempts"].default
+    gate = _option(("eval", "run"), "--gate")
+    assert isinstance(gate.type, click.Choice)
+    assert set(gate.type.choices) == set(get_args(fields["gate"].annotation))
 
 
 def test_kb_refuses_a_file_in_every_command(tmp_path: Path) -> None:

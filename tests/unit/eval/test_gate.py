@@ -25,6 +25,7 @@ def report(acl: V, correctness: V, partial: bool = False) -> Report:
             "correctness": r.verdict("c", correctness),
         },
         partial_reason="--max-cost reached" if partial else None,
+        gate="red-lines",
     )
 
 

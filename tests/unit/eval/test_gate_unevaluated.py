@@ -46,9 +46,8 @@ def test_red_line_gate_fails_when_a_case_it_depends_on_errored(
     eval_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     question = _mini_question(eval_root, "mini-003")
-    out = run_sync(
-        RunConfig(suite="mini", cache=False), engine=FailingCandidate(question), write=False
-    )
+    config = RunConfig(suite="mini", cache=False, gate="red-lines")
+    out = run_sync(config, engine=FailingCandidate(question), write=False)
     report = out.report
     errored = report.case("mini-003")
     assert errored is not None and errored.errors

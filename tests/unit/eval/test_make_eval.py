@@ -45,7 +45,7 @@ def test_make_eval_exits_0_on_the_shipped_smoke_suite(tmp_path: Path) -> None:
     assert not report.partial and report.totals.cases_done == report.totals.cases_planned
     missed = [n for n, v in report.verdicts.items() if v.verdict == "fail"]
     assert missed and "acl_leak" not in missed
-    assert report.status == "fail"  # every threshold: not met — and still exit 0
+    assert report.status == "pass"  # the gate asked for (red lines) held: exit 0
     # … and the output says which verdicts are baseline-only and which are red lines
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 8}
     for name in missed:
@@ -53,7 +53,7 @@ def test_make_eval_exits_0_on_the_shipped_smoke_suite(tmp_path: Path) -> None:
     assert "pass · red line" in rows["acl_leak"], rows["acl_leak"]
     assert "red lines (acl_leak): hold · run complete" in out
     assert f"quality thresholds: {len(missed)} not met ({', '.join(missed)}) — baseline-only" in out
-    assert "status: PASS (gate red-lines; every threshold: FAIL)" in out
+    assert "status: PASS — red lines held (acl_leak); quality not gated (offline baseline)" in out
 
 
 def test_make_eval_exits_1_when_a_chunk_leaks(
@@ -66,7 +66,7 @@ def test_make_eval_exits_1_when_a_chunk_leaks(
     code, out = _run([*_make_eval_args(), "--limit", "8"], tmp_path)
     assert code == 1, out
     assert "red lines (acl_leak): FAIL acl_leak" in out
-    assert "status: FAIL (gate red-lines" in out
+    assert "status: FAIL — red line(s) failed: acl_leak" in out
     from app.eval.report.io import load_report
 
     (path,) = tmp_path.glob("eval_*.json")
