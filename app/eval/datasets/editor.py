@@ -320,17 +320,14 @@ class EditorState:
         with self.lock:
             path = cands.candidate_path(self.candidates, name)
             if cands.read_objects(path)[1] != base:
-                raise Conflict(
-                    f"{name} changed on disk since the page loaded it — your review is still "
-                    "in the page; reload the file in another tab, merge, then accept"
-                )
+                raise Conflict(say("conflict.review", self.lang, name=name, then="accept"))
             chosen = [
                 n
                 for n, c in enumerate(cases)
                 if c.get("id") in ids and not cands.is_accepted(c) and "__raw__" not in c
             ]
             if not chosen:
-                return {"accepted": False, "error": "no candidate to accept", "issues": []}
+                return {"accepted": False, "error": say("no-candidate", self.lang), "issues": []}
             result = self.validate(suite, cases, file=name)
             lines = {n + 1 for n in chosen}
             problems = [i for i in result.issues if i.line in lines or i.line is None]
@@ -368,14 +365,11 @@ class EditorState:
             path = cands.candidate_path(self.candidates, name)
             on_disk, sha = cands.read_objects(path)
             if sha != base:
-                raise Conflict(
-                    f"{name} changed on disk since the page loaded it — your review is still "
-                    "in the page; reload the file in another tab, merge, then save"
-                )
+                raise Conflict(say("conflict.review", self.lang, name=name, then="save"))
             if len(cases) != len(on_disk):
-                return {"saved": False, "error": "the page's candidates do not match the file"}
+                return {"saved": False, "error": say("candidates-mismatch", self.lang)}
             if reject and not note.strip():
-                return {"saved": False, "error": "say why it is rejected (the note field)"}
+                return {"saved": False, "error": say("reject-why", self.lang)}
             updated = []
             for old, new in zip(on_disk, cases, strict=True):
                 if cands.is_accepted(old):
@@ -407,10 +401,7 @@ class EditorState:
             source = self.newest(suite)
             current = hashlib.sha256(source.read_bytes()).hexdigest()
             if current != base:
-                raise Conflict(
-                    f"{source.name} changed on disk since the page loaded it — your edits are "
-                    "still in the page; reload the suite in another tab, merge, then save"
-                )
+                raise Conflict(say("conflict.suite", self.lang, name=source.name))
             raised = raise_versions(cases, self.released_cases(suite))
             text = self.render(cases, source)
             who = expert.name if expert is not None else (self.who or author())

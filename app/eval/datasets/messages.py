@@ -442,6 +442,27 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "nothing was saved",
         "请在说明栏写明改了什么、为什么（会写进 CHANGELOG）；没有保存",
     ),
+    "conflict.suite": (
+        "{name} changed on disk since the page loaded it — your edits are still in the page; "
+        "reload the suite in another tab, merge, then save",
+        "页面打开之后 {name} 在磁盘上被改过——你的修改还在页面里；请在另一个标签页重新打开这个用例集，"
+        "合并之后再保存",
+    ),
+    "conflict.review": (
+        "{name} changed on disk since the page loaded it — your review is still in the page; "
+        "reload the file in another tab, merge, then {then}",
+        "页面打开之后 {name} 在磁盘上被改过——你的审阅还在页面里；请在另一个标签页重新打开这个文件，"
+        "合并之后再操作",
+    ),
+    "no-candidate": ("no candidate to accept", "没有可以采纳的候选用例"),
+    "candidates-mismatch": (
+        "the page's candidates do not match the file — reload it",
+        "页面上的候选用例和文件对不上——请重新打开",
+    ),
+    "reject-why": (
+        "say why it is rejected (the note field)",
+        "请在说明栏写明拒绝的原因",
+    ),
     # the editor's expert (commits in their name)
     "expert.bad-name": (
         "write your name (no line breaks, no < or >)",

@@ -117,7 +117,8 @@ def test_save_writes_the_next_version_then_the_draft(
     # a stale page is refused, the file is not overwritten
     before = (folder / "smoke_v1.1.jsonl").read_bytes()
     body["sha256"] = out["sha256"]  # the first save's hash: stale now
-    assert call(port, "POST", "/api/save", body, **OWN)[0] == 409
+    status, stale = call(port, "POST", "/api/save", body, **OWN)
+    assert status == 409 and "在磁盘上被改过" in stale["error"]  # in the run's language
     assert (folder / "smoke_v1.1.jsonl").read_bytes() == before
 
 
