@@ -79,6 +79,8 @@ def import_cmd(
         author,
         is_released,
         next_version_name,
+        raise_versions,
+        released_cases,
     )
     from app.paths import datasets_dir, kb_dir
     from app.retrieval.kb import load_kb
@@ -90,6 +92,10 @@ def import_cmd(
         raise DatasetError(f"--suite {suite!r}: use a lower-case name such as smoke or hr_faq")
     folder = datasets_dir()
     cases, letters, issues = read_sheet(file, lang=code)
+    saves = git_saves(folder)  # the editor's rule: released = on the base branch
+    released = saves.released if saves is not None else is_released
+    # the editor's rule too: a case whose content changed gets its version raised
+    raised = raise_versions(cases, released_cases(folder, suite, released))
     text, checked = rows_to_jsonl(
         cases,
         suite=suite,
@@ -114,8 +120,10 @@ def import_cmd(
     if out is None and newest is not None and newest.read_text(encoding="utf-8") == text:
         click.echo(say("sheet.identical", code, n=len(cases), name=newest.name))
         return
-    saves = git_saves(folder)  # the editor's rule: released = on the base branch
-    released = saves.released if saves is not None else is_released
+    if raised:
+        click.echo(
+            say("sheet.raised", code, ids="、".join(raised) if code == "zh" else ", ".join(raised))
+        )
     draft = out is None and newest is not None and not released(newest)
     if draft and versions and newest is not None:
         (major, minor), _ = versions[-1]

@@ -72,6 +72,7 @@ from app.eval.datasets.versions import (
     is_released,
     next_version_name,
     raise_versions,
+    released_cases,
 )
 from app.retrieval.kb import KnowledgeBase, can_read
 
@@ -116,11 +117,7 @@ class EditorState:
     def released_cases(self, suite: str) -> dict[str, dict[str, Any]]:
         """Each id's case in the newest released file of ``suite`` (what a save compares with
         to raise a changed case's ``version``)."""
-        for _, path in reversed(available_suites(self.folder).get(suite, [])):
-            if self.released(path):
-                cases, _ = cands.read_objects(path)
-                return {str(c["id"]): c for c in cases if "__raw__" not in c and "id" in c}
-        return {}
+        return released_cases(self.folder, suite, self.released)
 
     def suites(self) -> list[dict[str, Any]]:
         rows = []

@@ -436,6 +436,10 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "{n} cases, identical to {name}: nothing written",
         "{n} 个用例，与 {name} 完全相同：没有写入",
     ),
+    "sheet.raised": (
+        "version raised for the changed case(s): {ids}",
+        "以下用例内容有改动，version 已自动加 1：{ids}",
+    ),
     "sheet.wrote": ("wrote {target} ({n} cases)", "已写入 {target}（{n} 个用例）"),
     "note-needed": (
         "write what changed and why in the note field (it goes into the CHANGELOG); "

@@ -15,10 +15,12 @@ import getpass
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from app.errors import DatasetError
+from app.eval.datasets.candidates import read_objects
 from app.eval.datasets.case import CHANGELOG_STUB, available_suites
 from app.paths import datasets_dir
 
@@ -34,6 +36,7 @@ __all__ = [
     "new_version",
     "next_version_name",
     "raise_versions",
+    "released_cases",
 ]
 
 
@@ -44,11 +47,13 @@ def case_version(case: dict[str, Any]) -> int:
 
 
 def content_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether a case's content differs, ``version`` itself aside."""
-    strip = {"version"}
-    return {k: v for k, v in old.items() if k not in strip} != {
-        k: v for k, v in new.items() if k not in strip
-    }
+    """Whether a case's content differs, ``version`` itself and bookkeeping keys (``__row__``
+    of a sheet's row) aside."""
+
+    def content(case: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in case.items() if k != "version" and not k.startswith("__")}
+
+    return content(old) != content(new)
 
 
 def needs_new_version(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -66,6 +71,18 @@ def raise_versions(cases: list[dict[str, Any]], released: dict[str, dict[str, An
             case["version"] = case_version(old) + 1
             raised.append(str(case["id"]))
     return raised
+
+
+def released_cases(
+    folder: Path, suite: str, released: Callable[[Path], bool]
+) -> dict[str, dict[str, Any]]:
+    """Each id's case in the newest released file of ``suite`` (what a save, in the editor or
+    by ``rag datasets import``, compares with to raise a changed case's ``version``)."""
+    for _, path in reversed(available_suites(folder).get(suite, [])):
+        if released(path):
+            cases, _ = read_objects(path)
+            return {str(c["id"]): c for c in cases if "__raw__" not in c and "id" in c}
+    return {}
 
 
 def is_released(path: Path) -> bool:

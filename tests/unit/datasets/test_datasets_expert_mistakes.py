@@ -186,3 +186,45 @@ def test_import_errors_are_counted_in_chinese(
     out = capsys.readouterr().out
     assert "1 个错误：没有写入任何文件" in out and "error(s)" not in out
     assert not (repo / "smoke_v1.1.jsonl").exists()
+
+
+def test_import_raises_the_version_of_a_changed_case_so_the_check_passes(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = export_rows(load_suite("smoke", root=repo))
+    answer = COLUMNS.index("golden_answer")
+    rows[1][answer] = rows[1][answer].replace("7 天内补交", "5 天内补交")
+    write_sheet(rows, tmp_path / "a.csv", "csv")
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                "datasets",
+                "import",
+                "a.csv",
+                "--suite",
+                "smoke",
+                "--note",
+                "补交期限",
+                "--lang",
+                "zh",
+            ]
+        )
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "version 已自动加 1：smoke-001" in out
+    suite = load_suite("smoke", root=repo)
+    assert suite.version == "1.1"
+    first, second = suite.cases[:2]
+    assert first.golden_answer.endswith("5 天内补交。") and first.version == 2
+    assert second.version == 1  # unchanged cases keep theirs
+    # importing the same sheet again on top of the draft raises nothing twice
+    with pytest.raises(SystemExit) as exc:
+        main(["datasets", "import", "a.csv", "--suite", "smoke", "--note", "again"])
+    assert exc.value.code == 0
+    assert load_suite("smoke", root=repo).cases[0].version == 2
+    capsys.readouterr()
+    # and the rule the pull request runs is satisfied
+    with pytest.raises(SystemExit) as exc:
+        main(["datasets", "check", "--changed-since", "HEAD"])
+    out = capsys.readouterr().out
+    assert "version" not in out and exc.value.code == 0, out
