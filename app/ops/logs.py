@@ -1,7 +1,8 @@
 """Read an answer log (``logs/answers.jsonl``): answer records and feedback records, typed.
 
 The pipeline writes one ``"event": "answer"`` line per answer (``app.generation.pipeline
-.generator``) and :func:`app.generation.pipeline.answer_log.record_feedback` appends
+.generator``; the records are typed on the writer's side, :mod:`app.generation.pipeline
+.answer_log`, and read back here as the same structs) and :func:`app.generation.pipeline.answer_log.record_feedback` appends
 ``"event": "feedback"`` lines. Older answer lines (before the log carried ``answer`` and
 ``history``) still load; what they lack is ``None`` and the commands that need it say so.
 A line that is not a record is an input error naming file and line, never skipped silently.
@@ -12,91 +13,29 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from app.errors import UserError
+from app.generation.pipeline.answer_log import (  # the writer's records
+    AnswerRecord,
+    FeedbackRecord,
+    LoggedTurn,
+    parse_ts,
+)
 
 MAX_LOG_BYTES = 512 * 1024 * 1024
-REFUSAL_MODES = frozenset({"no_hits", "refusal", "injection_refused"})
 
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)  # logs grow fields over time
-
-    @field_validator("ts", check_fields=False)
-    @classmethod
-    def _iso_ts(cls, v: str) -> str:
-        parse_ts(v)  # raises ValueError with the reason
-        return v
-
-
-class LoggedTurn(_Record):
-    role: Literal["user", "assistant"]
-    content: str
-
-
-class AnswerRecord(_Record):
-    event: Literal["answer"] = "answer"
-    trace_id: str
-    ts: str
-    model: str
-    mode: str
-    question: str
-    user_acl: list[str] = Field(default_factory=lambda: ["public"])
-    history: list[LoggedTurn] | None = None  # None: written before the log carried it
-    answer: str | None = None
-    prompt_version: str | None = None
-    prompt_versions: dict[str, str] = Field(default_factory=dict)
-    latency_ms: float = 0.0
-    top1_score: float | None = None
-    retrieved_count: int | None = None
-    context_chunk_ids: list[str] = Field(default_factory=list)
-    citations: list[int] = Field(default_factory=list)
-    cited_chunk_ids: list[str] | None = None
-    invalid_citations: list[int] = Field(default_factory=list)
-    rejected: bool = False
-    uncertain: bool = False
-    injection: str = "none"
-    tokens: dict[str, int] = Field(default_factory=dict)
-    cost_usd: float | None = None
-
-    @property
-    def refused(self) -> bool:
-        return self.mode in REFUSAL_MODES or self.rejected
-
-    @property
-    def cited(self) -> list[str]:
-        """Cited chunk ids: logged directly, else mapped from ``[n]`` to the context."""
-        if self.cited_chunk_ids is not None:
-            return list(self.cited_chunk_ids)
-        ids = self.context_chunk_ids
-        return [ids[n - 1] for n in self.citations if 1 <= n <= len(ids)]
-
-    @property
-    def when(self) -> datetime:
-        return parse_ts(self.ts)
-
-
-class FeedbackRecord(_Record):
-    event: Literal["feedback"] = "feedback"
-    trace_id: str
-    user: str = Field(min_length=1)
-    rating: Literal["up", "down"]
-    ts: str
-    comment: str | None = None
-
-    @property
-    def when(self) -> datetime:
-        return parse_ts(self.ts)
-
-
-def parse_ts(ts: str) -> datetime:
-    value = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+__all__ = [
+    "AnswerLog",
+    "AnswerRecord",
+    "FeedbackRecord",
+    "LoggedTurn",
+    "parse_ts",
+    "read_answer_log",
+]
 
 
 @dataclass

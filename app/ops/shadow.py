@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.ops.logs import REFUSAL_MODES, AnswerLog, AnswerRecord
+from app.ops.logs import AnswerLog, AnswerRecord
 from app.text import collapse_spaces, nfkc
 
 SCHEMA_VERSION = 1
@@ -186,7 +186,7 @@ async def replay(
                 error=error,
             )
         t = ans.trace
-        new_refused = t.mode in REFUSAL_MODES or t.rejected
+        new_refused = ans.refused  # app.text.answer_refused, as the log's `refused`
         new_cites = [c.chunk_id for c in ans.citations]
         return ShadowItem(
             trace_id=rec.trace_id,

@@ -13,7 +13,8 @@ a question has the same terms everywhere and a keyword is found the same way eve
     sentences   sentences
     match       contains (keywords: numbers whole), numbers, strip_citations,
                 Matcher (terms in one text)
-    refusal     REFUSAL_MARKERS, is_refusal, default_refusal
+    refusal     REFUSAL_MARKERS, REFUSAL_MODES, UNCERTAIN_MARKERS, mentions, is_refusal,
+                is_uncertain, is_rejection_answer, answer_refused, default_refusal
 """
 
 from app.text.analyser import (
@@ -31,8 +32,14 @@ from app.text.refusal import (
     DEFAULT_REFUSAL_EN,
     DEFAULT_REFUSAL_ZH,
     REFUSAL_MARKERS,
+    REFUSAL_MODES,
+    UNCERTAIN_MARKERS,
+    answer_refused,
     default_refusal,
     is_refusal,
+    is_rejection_answer,
+    is_uncertain,
+    mentions,
 )
 from app.text.sentences import sentences
 from app.text.stopwords import STOPWORDS_EN, STOPWORDS_ZH
@@ -42,9 +49,12 @@ __all__ = [
     "DEFAULT_REFUSAL_EN",
     "DEFAULT_REFUSAL_ZH",
     "REFUSAL_MARKERS",
+    "REFUSAL_MODES",
     "STOPWORDS_EN",
     "STOPWORDS_ZH",
+    "UNCERTAIN_MARKERS",
     "Matcher",
+    "answer_refused",
     "canonical",
     "collapse_spaces",
     "contains",
@@ -55,6 +65,9 @@ __all__ = [
     "fold",
     "has_cjk",
     "is_refusal",
+    "is_rejection_answer",
+    "is_uncertain",
+    "mentions",
     "nfkc",
     "normalise",
     "numbers",

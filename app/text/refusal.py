@@ -7,13 +7,35 @@ live above this ground-floor package, so the agreement is a test
 (``tests/unit/text/test_refusal.py`` loads the registry): a new prompt whose trigger or
 rejection answer is not recognised here fails it.
 
-Matching is case-insensitive substring search on the NFKC form.
+Matching is case-insensitive substring search on the NFKC form (:func:`mentions`): the
+metrics, the pipeline's rejection guard (a prompt's trigger keywords) and its uncertainty
+check all use it, so a full-width ``Ｉ ＣＡＮＮＯＴ ＡＮＳＷＥＲ`` gets one verdict.
+
+"Refused", for an answer of the pipeline, is :func:`answer_refused`: an answer mode that
+refuses (:data:`REFUSAL_MODES`), a rejection keyword substitution, or the prompt's rejection
+answer itself (modulo :func:`app.text.normalise.normalise`). The pipeline records it on the
+answer and in the answer log; the harness, shadow replay and mining read it from there.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
+
 from app.text.analyser import has_cjk
-from app.text.normalise import fold
+from app.text.normalise import fold, normalise
+
+#: the pipeline's answer modes that are refusals (``app.generation.pipeline.trace.AnswerMode``
+#: holds them all; a test keeps the two in step)
+REFUSAL_MODES: frozenset[str] = frozenset({"no_hits", "refusal", "injection_refused"})
+
+#: an answer saying the documents do not settle the question (seed 004 §5.3)
+UNCERTAIN_MARKERS: tuple[str, ...] = (
+    "无法确定",
+    "不能确定",
+    "cannot be determined",
+    "can't be determined",
+)
 
 REFUSAL_MARKERS: tuple[str, ...] = (
     # the prompts' REJECTION_TRIGGER_KEYWORDS (app/generation/prompts/system/*.py)
@@ -49,10 +71,39 @@ DEFAULT_REFUSAL_ZH = "抱歉，根据现有资料无法回答该问题。"
 DEFAULT_REFUSAL_EN = "Sorry, I cannot answer this question from the provided documents."
 
 
+def mentions(text: str, markers: Iterable[str]) -> bool:
+    """True when ``text`` contains one of ``markers`` (both NFKC + case-folded; an empty
+    marker never matches)."""
+    low = fold(text)
+    return any(m and fold(m) in low for m in markers)
+
+
 def is_refusal(text: str) -> bool:
     """True when ``text`` contains one of :data:`REFUSAL_MARKERS`."""
-    low = fold(text)
-    return any(marker in low for marker in REFUSAL_MARKERS)
+    return mentions(text, REFUSAL_MARKERS)
+
+
+def is_uncertain(text: str) -> bool:
+    """True when ``text`` contains one of :data:`UNCERTAIN_MARKERS`."""
+    return mentions(text, UNCERTAIN_MARKERS)
+
+
+@functools.lru_cache(maxsize=16)
+def _normal_rejection(rejection: str) -> str:
+    """:func:`normalise` of a prompt's rejection answer: one text for every answer of a run
+    (NFKC of a CJK sentence costs tens of microseconds), so it is computed once per text."""
+    return normalise(rejection)
+
+
+def is_rejection_answer(text: str, rejection: str | None) -> bool:
+    """``text`` is the prompt's rejection answer, modulo NFKC, case and whitespace."""
+    return rejection is not None and normalise(text) == _normal_rejection(rejection)
+
+
+def answer_refused(mode: str, rejected: bool, text: str, rejection: str | None) -> bool:
+    """The one rule for "this answer refused": a refusing ``mode``, a rejection keyword
+    substitution (``rejected``), or ``text`` being the ``rejection`` answer itself."""
+    return mode in REFUSAL_MODES or rejected or is_rejection_answer(text, rejection)
 
 
 def default_refusal(question: str) -> str:

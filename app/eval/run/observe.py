@@ -12,14 +12,13 @@ which the judges read).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.errors import ConfigError, PromptError, RuntimeFailure
 from app.eval.config import RunConfig
 from app.eval.datasets.case import Case
-from app.eval.scoring.base import Observation, normalise
+from app.eval.scoring.base import Observation
 from app.eval.scoring.registry import JudgeMetric
 from app.eval.scoring.table import judge_table, select_metrics
 from app.generation.pipeline.citations import extract_citations
@@ -32,6 +31,7 @@ from app.llm.recording import recording
 from app.llm.types import EngineLike, Message
 from app.paths import kb_dir
 from app.retrieval.kb import KnowledgeBase, load_kb
+from app.text import answer_refused
 
 if TYPE_CHECKING:
     from app.eval.report.records import CaseResult
@@ -288,32 +288,20 @@ class PipelineFactory:
         return out
 
 
-REFUSAL_MODES = ("no_hits", "refusal", "injection_refused")
-
-
-@lru_cache(maxsize=16)
-def _normal_rejection(rejection: str) -> str:
-    """:func:`normalise` of a prompt's rejection answer: one text for every case of a run
-    (NFKC of a CJK sentence costs tens of microseconds), so it is computed once per text."""
-    return normalise(rejection)
-
-
 def observation_from_answer(answer: Answer, rejection: str | None) -> Observation:
     """The harness's view of a pipeline :class:`~app.generation.pipeline.trace.Answer`.
 
-    Refused = a refusal mode (``no_hits``, ``refusal``, ``injection_refused``), a rejection
-    keyword substitution (``trace.rejected``), or the prompt's rejection answer verbatim.
+    Refused = :func:`app.text.answer_refused` (the one rule the pipeline records on the
+    answer and in the answer log): a refusal mode (``no_hits``, ``refusal``,
+    ``injection_refused``), a rejection keyword substitution (``trace.rejected``), or the
+    prompt's rejection answer verbatim.
     Citations are every ``[n]`` in the final text (out-of-range numbers included). The
     context is the text the pipeline put into the prompt (``Answer.context``).
     """
     trace = answer.trace
     text = answer.text
     assembled = tuple(trace.context_chunk_ids)
-    refused = (
-        trace.mode in REFUSAL_MODES
-        or trace.rejected
-        or (rejection is not None and normalise(text) == _normal_rejection(rejection))
-    )
+    refused = answer_refused(trace.mode, trace.rejected, text, rejection)
     return Observation(
         answer=text,
         refused=refused,

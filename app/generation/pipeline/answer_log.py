@@ -5,6 +5,11 @@ Records go through ordinary :mod:`logging` loggers; :func:`install` attaches a h
 appends each record's message (already one JSON object) to a ``.jsonl`` file under
 :func:`app.paths.logs_dir` — resolved at write time so ``RAG_LOG_DIR`` set by a test or a
 run is honoured. Nothing secret is ever logged (no keys; only readable chunk ids).
+
+The records are typed here, on the writer's side: :class:`AnswerRecord` is what the
+generator writes (one validated record per answer) and what :mod:`app.ops.logs` reads back;
+:class:`FeedbackRecord` is what :func:`record_feedback` appends. A line the writer can write,
+the reader can read.
 """
 
 from __future__ import annotations
@@ -12,10 +17,19 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.paths import logs_dir
+from app.text.refusal import REFUSAL_MODES
 from app.wellformed import clean
+
+if TYPE_CHECKING:
+    from app.generation.pipeline.trace import Answer
+    from app.llm.types import Message
 
 ANSWERS_LOGGER = "app.generation.pipeline.generator"
 BAD_CASES_LOGGER = "app.generation.pipeline.generator.bad_cases"
@@ -43,6 +57,131 @@ class JsonlFileHandler(logging.Handler):
             self.handleError(record)
 
 
+def parse_ts(ts: str) -> datetime:
+    """A log time stamp (ISO 8601, ``Z`` or an offset; naive means UTC)."""
+    value = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def now_ts() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)  # logs grow fields over time
+
+    @field_validator("ts", check_fields=False)
+    @classmethod
+    def _iso_ts(cls, v: str) -> str:
+        parse_ts(v)  # raises ValueError with the reason
+        return v
+
+
+class LoggedTurn(_Record):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class AnswerRecord(_Record):
+    """One ``"event": "answer"`` line. Fields an older line lacks are ``None`` (or, for
+    ``refused``, derived from ``mode`` and ``rejected`` as the pipeline then did)."""
+
+    event: Literal["answer"] = "answer"
+    trace_id: str
+    ts: str
+    model: str
+    mode: str
+    question: str
+    user_acl: list[str] = Field(default_factory=lambda: ["public"])
+    history: list[LoggedTurn] | None = None  # None: written before the log carried it
+    answer: str | None = None
+    refused: bool = False  # app.text.answer_refused, decided by the pipeline
+    prompt_version: str | None = None
+    prompt_hash: str | None = None
+    prompt_versions: dict[str, str] = Field(default_factory=dict)
+    rewritten_query: str | None = None
+    latency_ms: float = 0.0
+    top1_score: float | None = None
+    retrieved_count: int | None = None
+    context_chunk_ids: list[str] = Field(default_factory=list)
+    citations: list[int] = Field(default_factory=list)
+    cited_chunk_ids: list[str] | None = None
+    invalid_citations: list[int] = Field(default_factory=list)
+    rejected: bool = False
+    uncertain: bool = False
+    injection: str = "none"
+    tokens: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refused_of_older_lines(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "refused" not in data:
+            refused = data.get("mode") in REFUSAL_MODES or data.get("rejected") is True
+            data = {**data, "refused": refused}
+        return data
+
+    @property
+    def cited(self) -> list[str]:
+        """Cited chunk ids: logged directly, else mapped from ``[n]`` to the context."""
+        if self.cited_chunk_ids is not None:
+            return list(self.cited_chunk_ids)
+        ids = self.context_chunk_ids
+        return [ids[n - 1] for n in self.citations if 1 <= n <= len(ids)]
+
+    @property
+    def when(self) -> datetime:
+        return parse_ts(self.ts)
+
+
+def answer_record(answer: Answer, history: Sequence[Message]) -> AnswerRecord:
+    """The log record of one pipeline answer (``history``: the turns it was asked after)."""
+    trace = answer.trace
+    return AnswerRecord(
+        trace_id=trace.trace_id,
+        ts=trace.created_at,
+        prompt_version=trace.prompt_version,
+        prompt_hash=trace.prompt_hash,
+        prompt_versions=trace.prompt_versions,
+        model=trace.model,
+        mode=trace.mode,
+        refused=answer.refused,
+        latency_ms=trace.latency_ms,
+        user_acl=trace.user_acl,
+        question=trace.question,
+        history=[LoggedTurn(role=m.role, content=m.content) for m in history],
+        answer=answer.text,
+        rewritten_query=trace.rewritten_query,
+        retrieved_count=len(trace.retrieved),
+        top1_score=trace.top1_score,
+        context_chunk_ids=trace.context_chunk_ids,
+        citations=[c.n for c in answer.citations],
+        cited_chunk_ids=[c.chunk_id for c in answer.citations],
+        invalid_citations=trace.invalid_citations,
+        rejected=trace.rejected,
+        uncertain=trace.uncertain,
+        injection=trace.injection.action,
+        tokens=trace.tokens.model_dump(),
+        cost_usd=trace.cost_usd,
+    )
+
+
+FEEDBACK_RATINGS = ("up", "down")
+
+
+class FeedbackRecord(_Record):
+    event: Literal["feedback"] = "feedback"
+    trace_id: str = Field(min_length=1)
+    user: str = Field(min_length=1)
+    rating: Literal["up", "down"]
+    ts: str
+    comment: str | None = None
+
+    @property
+    def when(self) -> datetime:
+        return parse_ts(self.ts)
+
+
 _installed = False
 _install_lock = threading.Lock()
 
@@ -68,9 +207,6 @@ def dumps(payload: dict[str, Any]) -> str:
     return clean(json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str))
 
 
-FEEDBACK_RATINGS = ("up", "down")
-
-
 def record_feedback(
     trace_id: str,
     user: str,
@@ -84,21 +220,18 @@ def record_feedback(
     The record sits in the same file as the answers (``"event": "feedback"``), so one log
     carries both and ``rag datasets mine`` can apply seed 004 §8.3's "≥ 3 users 👎" rule.
     Returns the record written. One ``write`` of one line in append mode, so concurrent
-    writers never interleave inside a line.
+    writers never interleave inside a line. The record is validated as the reader validates
+    it (:class:`FeedbackRecord`): a value the reader would refuse raises ``ValueError`` and
+    nothing is written.
     """
-    from datetime import UTC, datetime
-
     if rating not in FEEDBACK_RATINGS:
         raise ValueError(f"rating must be one of {FEEDBACK_RATINGS}, got {rating!r}")
-    record: dict[str, Any] = {
-        "event": "feedback",
-        "trace_id": trace_id,
-        "user": user,
-        "rating": rating,
-        "ts": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-    if comment:
-        record["comment"] = comment
+    typed = FeedbackRecord.model_validate(
+        {"trace_id": trace_id, "user": user, "rating": rating, "ts": now_ts(), "comment": comment}
+    )  # pydantic's ValidationError is a ValueError
+    record: dict[str, Any] = typed.model_dump(exclude_none=True)
+    if not comment:
+        record.pop("comment", None)
     directory = logs_dir()
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / filename).open("a", encoding="utf-8") as f:

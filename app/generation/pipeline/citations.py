@@ -3,8 +3,10 @@
 * :func:`apply_rejection` — if the answer contains any of the prompt's
   ``REJECTION_TRIGGER_KEYWORDS``, the whole answer becomes its ``REJECTION_ANSWER``
   (ColossalQA ``base.py``): a deterministic guard against a refusal worded slightly off.
-* :func:`is_uncertain` — answers saying "无法确定" / "cannot be determined" (seed 004 §5.3)
-  skip citation checks and go to the bad-case log.
+  A keyword is looked for as every refusal marker is (:func:`app.text.mentions`: NFKC and
+  case-folded), so the guard and the refusal metric agree on full-width text. Answers
+  saying "无法确定" / "cannot be determined" (:func:`app.text.is_uncertain`, seed 004
+  §5.3) skip citation checks and go to the bad-case log.
 * :func:`extract_citations` — ``[n]`` markers (also ``[1,2]``, ``[1][3]``, ``[1-2]``,
   full-width ``［1］``); a number outside ``1..len(documents)`` is invalid.
 """
@@ -15,9 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.text import nfkc
-
-UNCERTAIN_MARKERS = ("无法确定", "不能确定", "cannot be determined", "can't be determined")
+from app.text import mentions, nfkc
 
 _MARKER = re.compile(r"\[(\d+(?:\s*[,，、\-–]\s*\d+)*)\]")
 
@@ -35,15 +35,9 @@ def apply_rejection(
     """``(answer, substituted)``: the rejection answer when a trigger keyword occurs."""
     if rejection_answer is None:
         return text, False
-    folded = text.casefold()
-    if any(k and k.casefold() in folded for k in trigger_keywords):
+    if mentions(text, trigger_keywords):
         return rejection_answer, text != rejection_answer
     return text, False
-
-
-def is_uncertain(text: str) -> bool:
-    folded = text.casefold()
-    return any(m in folded for m in UNCERTAIN_MARKERS)
 
 
 _LIST_SEP = re.compile(r"\s*[,，、]\s*")

@@ -31,7 +31,7 @@ from pydantic import TypeAdapter
 
 from app.generation.pipeline import answer_log
 from app.generation.pipeline.assembly import Assembly, layout_for, select
-from app.generation.pipeline.citations import apply_rejection, extract_citations, is_uncertain
+from app.generation.pipeline.citations import apply_rejection, extract_citations
 from app.generation.pipeline.config import PipelineConfig
 from app.generation.pipeline.memory import (
     LANGUAGES,
@@ -71,6 +71,7 @@ from app.retrieval.hybrid import make_retriever
 from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import KnowledgeBase, load_kb
 from app.retrieval.rerank import Reranker, get_reranker, merge_hits
+from app.text import answer_refused, is_uncertain
 
 __all__ = ["Answer", "EngineLike", "Pipeline", "PipelineConfig", "Trace", "generate"]
 
@@ -461,7 +462,14 @@ class Pipeline:
                 for n in check.valid
             ]
         return self._finish(
-            trace, asm.mode, text, citations, run, started, variables.get("context", "")
+            trace,
+            asm.mode,
+            text,
+            citations,
+            run,
+            started,
+            variables.get("context", ""),
+            rp.rejection_answer,
         )
 
     def _prompt_for(self, asm: Assembly) -> str:
@@ -504,6 +512,7 @@ class Pipeline:
         run: _Run,
         started: float,
         context: str = "",
+        rejection: str | None = None,
     ) -> Answer:
         """The answer, its trace typed and validated from the fields the run collected (one
         pydantic validation of the whole record: the typed models stay the schema)."""
@@ -511,43 +520,19 @@ class Pipeline:
         fields["tokens"] = run.usage_row()
         fields["cost_usd"] = run.cost
         fields["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        refused = answer_refused(mode, bool(fields.get("rejected")), text, rejection)
         answer = _ANSWER.validate_python(
-            {"text": text, "citations": citations, "trace": fields, "context": context}
+            {
+                "text": text,
+                "citations": citations,
+                "trace": fields,
+                "context": context,
+                "refused": refused,
+            }
         )
-        trace = answer.trace
         if self.config.log_answers:
-            log.info(
-                answer_log.dumps(
-                    {
-                        "event": "answer",
-                        "trace_id": trace.trace_id,
-                        "ts": trace.created_at,
-                        "prompt_version": trace.prompt_version,
-                        "prompt_hash": trace.prompt_hash,
-                        "prompt_versions": trace.prompt_versions,
-                        "model": trace.model,
-                        "mode": mode,
-                        "latency_ms": trace.latency_ms,
-                        "user_acl": trace.user_acl,
-                        "question": trace.question,
-                        "history": [{"role": m.role, "content": m.content} for m in run.history],
-                        "answer": text,
-                        "rewritten_query": trace.rewritten_query,
-                        "retrieved_count": len(trace.retrieved),
-                        "top1_score": trace.top1_score,
-                        "context_chunk_ids": trace.context_chunk_ids,
-                        "citations": [c.n for c in answer.citations],
-                        "cited_chunk_ids": [c.chunk_id for c in answer.citations],
-                        "invalid_citations": trace.invalid_citations,
-                        "rejected": trace.rejected,
-                        "uncertain": trace.uncertain,
-                        "injection": trace.injection.action,
-                        "tokens": trace.tokens.model_dump(),
-                        "cost_usd": trace.cost_usd,
-                    }
-                ),
-                extra={"answer_log": True},
-            )
+            record = answer_log.answer_record(answer, run.history)
+            log.info(answer_log.dumps(record.model_dump(mode="json")), extra={"answer_log": True})
         return answer
 
 

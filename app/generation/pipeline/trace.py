@@ -11,7 +11,9 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.text.refusal import REFUSAL_MODES
 
 if TYPE_CHECKING:
     from app.generation.pipeline.memory import MemoryResult
@@ -168,6 +170,17 @@ class Answer(_Record):
     text: str
     citations: list[Citation] = Field(default_factory=list)
     trace: Trace
+    # app.text.answer_refused: a refusing mode, a rejection substitution, or the prompt's
+    # rejection answer itself — what the answer log, shadow replay and the harness read
+    # (the pipeline sets it; the parts of the rule the trace holds are applied here too)
+    refused: bool = False
+
+    @model_validator(mode="after")
+    def _refused_by_trace(self) -> Answer:
+        if not self.refused and (self.trace.mode in REFUSAL_MODES or self.trace.rejected):
+            object.__setattr__(self, "refused", True)  # frozen: set once, while validating
+        return self
+
     # the context text the pipeline placed into the prompt ("" when the prompt had none:
     # no hits, refusal mode, injection refusal) — what a faithfulness judge must read
     context: str = ""

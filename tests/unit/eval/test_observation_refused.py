@@ -4,8 +4,9 @@ computed once per text, and a different rejection text is compared as itself."""
 
 from __future__ import annotations
 
-from app.eval.run.observe import _normal_rejection, observation_from_answer
+from app.eval.run.observe import observation_from_answer
 from app.generation.pipeline.trace import Answer, RewriteTrace, Trace
+from app.text.refusal import _normal_rejection
 
 REJECTION = "抱歉，根据现有资料无法确定。Please contact HR."
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.generation.pipeline.citations import apply_rejection, extract_citations, is_uncertain
+from app.generation.pipeline.citations import apply_rejection, extract_citations
 from app.generation.pipeline.safety import (
     CleanResult,
     clean,
@@ -12,6 +12,7 @@ from app.generation.pipeline.safety import (
     detect_injection,
     escape_xml,
 )
+from app.text import is_uncertain
 
 ATTACKS = [
     # seed §6.1 patterns, plain

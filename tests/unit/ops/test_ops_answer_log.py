@@ -78,3 +78,31 @@ def test_rag_feedback_appends_a_rating_the_reader_accepts(tmp_path: Path) -> Non
         timeout=60,
     )
     assert bad.returncode == 2 and "--up" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_writer_writes_only_records_its_reader_accepts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one struct for writer and reader (app.generation.pipeline.answer_log): an empty user
+    # used to be appended and then made the whole log unreadable (`user` min length 1)
+    from app.generation.pipeline.answer_log import AnswerRecord, record_feedback
+    from app.ops import logs
+
+    monkeypatch.setenv("RAG_LOG_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="user"):
+        record_feedback("t1", "", "down")
+    with pytest.raises(ValueError, match="trace_id"):
+        record_feedback("", "u1", "down")
+    assert not (tmp_path / "answers.jsonl").exists()
+    assert logs.AnswerRecord is AnswerRecord  # the reader reads the writer's struct
+    # a line from before the log carried `refused` gets the rule of its time
+    old = AnswerRecord.model_validate(
+        {
+            "trace_id": "t",
+            "ts": "2026-11-30T00:00:00Z",
+            "model": "m",
+            "mode": "no_hits",
+            "question": "q",
+        }
+    )
+    assert old.refused
