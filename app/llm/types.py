@@ -62,6 +62,9 @@ class ChatRequest:
     ``variables`` are the template variables the registry substituted; offline providers
     read them (question, context, candidate, golden_answer) instead of parsing prose.
     ``metadata`` carries non-secret facts about the prompt (e.g. ``rejection_answer``).
+    ``json_schema`` (with ``response_format="json"``) is the shape a reply must have: a
+    server that can constrain its output to it (the local llama.cpp tier's grammar) does;
+    the others get ``json_object`` and the prompt's own instructions.
     """
 
     model: str
@@ -78,10 +81,12 @@ class ChatRequest:
     purpose: Purpose = "generation"
     variables: Mapping[str, str] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
+    json_schema: Mapping[str, Any] | None = None
 
     def cache_payload(self) -> dict[str, Any]:
-        """Everything that determines the answer, as plain JSON-able data (no secrets)."""
-        return {
+        """Everything that determines the answer, as plain JSON-able data (no secrets).
+        ``json_schema`` only when set, so a request without one keeps its key."""
+        payload: dict[str, Any] = {
             "model": self.model,
             "system": self.system,
             "messages": [[m.role, m.content] for m in self.messages],
@@ -95,6 +100,9 @@ class ChatRequest:
             "variables": dict(sorted(self.variables.items())),
             "metadata": dict(sorted(self.metadata.items())),
         }
+        if self.json_schema is not None:
+            payload["json_schema"] = self.json_schema
+        return payload
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,10 @@
 //   node tools/node/llm-server.mjs --model FILE.gguf [--host 127.0.0.1] [--port 8012]
 //        [--threads 1] [--ctx 2048] [--alias smollm2]
 //
+// response_format: {"type": "json_object"} constrains the reply to JSON and
+// {"type": "json_schema", "json_schema": {"schema": …}} to that schema (llama.cpp grammars,
+// like llama-server): the judge's replies parse by construction.
+//
 // Routes: GET /health, GET /v1/models, POST /v1/chat/completions (non-streaming).
 // One request is generated at a time (one llama.cpp sequence, like llama-server with one
 // slot); others wait in arrival order. A client that closes its connection aborts its
@@ -115,8 +119,38 @@ function history(messages) {
   return { items, prompt: last.content };
 }
 
+const grammars = new Map(); // canonical schema text -> LlamaGrammar (built once each)
+
+async function grammarFor(format) {
+  if (format === undefined || format === null || format.type === "text") return undefined;
+  let key;
+  let build;
+  if (format.type === "json_object") {
+    key = "json";
+    build = () => llama.getGrammarFor("json");
+  } else if (format.type === "json_schema") {
+    const schema = format.json_schema?.schema;
+    if (schema === null || typeof schema !== "object") {
+      throw new Error("response_format json_schema needs json_schema.schema (an object)");
+    }
+    key = JSON.stringify(schema);
+    build = () => llama.createGrammarForJsonSchema(schema);
+  } else {
+    throw new Error(`response_format type ${JSON.stringify(format.type)} is not supported`);
+  }
+  if (!grammars.has(key)) {
+    try {
+      grammars.set(key, await build());
+    } catch (e) {
+      throw new Error(`response_format: schema not usable as a grammar (${e.message || e})`);
+    }
+  }
+  return grammars.get(key);
+}
+
 async function complete(body, signal) {
   const { items, prompt } = history(body.messages);
+  const grammar = await grammarFor(body.response_format);
   // no clearHistory(): node-llama-cpp keeps the tokens the new prompt shares with the last one
   // (e.g. the same system prompt) and evaluates only the rest, like llama-server's prompt cache
   const before = sequence.tokenMeter.getState();
@@ -131,6 +165,7 @@ async function complete(body, signal) {
       maxTokens,
       temperature,
       seed: Number.isInteger(body.seed) ? body.seed : undefined,
+      grammar,
       customStopTriggers: stop.length ? stop : undefined,
       signal,
       stopOnAbortSignal: true,

@@ -112,6 +112,9 @@ def build_summary(
         candidate_offline=meta.candidate.offline,
         judge_offline=bool(meta.judge.offline),
         shard=None if shard is None else (shard.index, shard.count, shard.planned),
+        weak_judge_metrics=[n for n, spec in metric_specs.items() if spec.kind == "judge"]
+        if meta.judge.weak
+        else (),
     )
     return ReportSummary(
         schema_version=SCHEMA_VERSION,

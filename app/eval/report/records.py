@@ -87,6 +87,11 @@ class JudgeInfo(Record):
     samples: int = Field(ge=0)
     temperature: float = 0.0
     allow_weak: bool
+    weak: bool = Field(
+        default=False,
+        description="a weak judge (the local model tier, or one allowed by --allow-weak-judge): "
+        "its metrics are reported and never gate the run",
+    )
     warnings: list[str]
     prompts: dict[str, PromptRef]
 

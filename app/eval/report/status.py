@@ -9,6 +9,10 @@ by every front end (the console, the ``.md`` and HTML titles, the viewer's badge
   the quality thresholds are reported, never gating. ``make eval`` runs the offline baselines
   under this gate: a sentence-picker is not held to a model's bar.
 
+A weak judge (``meta.judge.weak``: the local model tier, or one allowed by
+``--allow-weak-judge``) never gates: under ``thresholds`` its metrics' verdicts are reported
+and left out of the status, and the line says so ("judge metrics not gated (weak judge)").
+
 Under either gate a partial run, a red line hit, and a gated metric that could not be
 measured (``not_measured``, or more errors than ``--max-errors`` allows) fail: a gate that
 could not measure never passes.
@@ -72,15 +76,18 @@ def run_status(
     candidate_offline: bool,
     judge_offline: bool,
     shard: tuple[int, int, int] | None = None,
+    weak_judge_metrics: Sequence[str] = (),
 ) -> RunStatus:
     """The status of a run under ``gate`` and its one line (see the module docstring).
 
     ``verdicts``: the threshold verdicts (:func:`app.eval.scoring.thresholds.verdicts`);
     ``red_lines``: the red-line metrics' names; ``shard``: ``(index, count, the run's planned
-    cases)`` of a shard."""
+    cases)`` of a shard; ``weak_judge_metrics``: the judge metrics of a run whose judge is
+    weak, which never gate."""
     red = [n for n in red_lines if n in verdicts]
     red_failed = [n for n in red if verdicts[n].verdict in FAILED]
-    quality = [n for n in verdicts if n not in red_lines]
+    ungated = [n for n in verdicts if n in weak_judge_metrics and n not in red_lines]
+    quality = [n for n in verdicts if n not in red_lines and n not in ungated]
     q_failed = [n for n in quality if verdicts[n].verdict in FAILED]
     q_met = [n for n in quality if verdicts[n].verdict == "pass"]
     whose = _whose(candidate_offline, judge_offline)
@@ -116,6 +123,8 @@ def run_status(
             quality_text = "; ".join(parts)
         else:
             quality_text = f"every threshold met ({total} of {total})"
+        if ungated:
+            quality_text += f"; judge metrics not gated (weak judge: {_names(ungated)})"
         detail = f"{held}; {quality_text}" if red_failed else f"{quality_text}; {held}"
         if whose == "offline baseline":
             detail += " — offline-baseline numbers, not a model's"

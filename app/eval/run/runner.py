@@ -62,7 +62,7 @@ from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory
 from app.eval.run.provenance import content_dirs, git_state, kb_ref
 from app.eval.scoring.base import MetricContext
-from app.eval.scoring.judges import check_judge
+from app.eval.scoring.judges import check_judge, weak_judge
 from app.eval.scoring.table import select_metrics, specs
 from app.eval.scoring.thresholds import load_thresholds
 from app.llm.engine import EngineStats
@@ -370,6 +370,7 @@ async def run(
                 samples=config.judge_samples if config.judge else 0,
                 temperature=0.0,
                 allow_weak=config.allow_weak_judge,
+                weak=bool(config.judge and weak_judge(config.model, config.judge)),
                 warnings=warnings,
                 prompts=_refs(factory.judge_prompt_refs()) if config.judge else {},
             ),

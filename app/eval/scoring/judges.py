@@ -16,6 +16,9 @@
   any errored sample is ``null`` (a mean over fewer samples would be a different ruler).
 * The judge may not be the candidate model or a lower tier (:data:`JUDGE_TIERS`) unless
   ``allow_weak`` is set, in which case the warning goes into the report.
+* A weak judge (:func:`weak_judge`: one allowed by ``allow_weak``, or the local model tier,
+  which is weak by design) is labelled so in the report (``meta.judge.weak``) and never
+  gates: the run's status leaves its metrics' thresholds out (app.eval.report.status).
 """
 
 from __future__ import annotations
@@ -67,6 +70,20 @@ REPAIR_INSTRUCTION = (
     "Your previous reply could not be parsed. Reply again with only one JSON object, "
     'no other text: {"score": <integer 1-5>, "reasoning": "<one sentence>"}'
 )
+# The reply every judge prompt asks for, as a JSON Schema: sent with each judge request, so a
+# server that constrains its output (the local llama.cpp tier turns it into a grammar) can
+# only answer a parseable score. The score comes first (a reply cut by max_tokens inside the
+# reasoning still has it, though it does not parse) and the reasoning is short enough for a
+# small model's tokenizer to finish within the judge's 512 tokens.
+JUDGE_REPLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "score": {"enum": [1, 2, 3, 4, 5]},
+        "reasoning": {"type": "string", "maxLength": 80},
+    },
+    "required": ["score", "reasoning"],
+    "additionalProperties": False,
+}
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
 
@@ -106,27 +123,50 @@ def tier(model: str) -> int | None:
     return None
 
 
+def _refused(candidate: str, judge: str) -> str | None:
+    """Why :func:`check_judge` refuses ``judge`` for ``candidate`` without ``allow_weak``."""
+    cand, jud = parse_provider(candidate), parse_provider(judge)
+    if (cand.family, cand.model) == (jud.family, jud.model):
+        return f"judge {judge} is the candidate model itself"
+    if jud.offline:
+        return None
+    t_cand, t_judge = tier(candidate), tier(judge)
+    if t_judge is not None and t_cand is not None and t_judge < t_cand:
+        return (
+            f"judge {judge} (tier {t_judge}) is weaker than candidate {candidate} (tier {t_cand})"
+        )
+    return None
+
+
+def weak_judge(candidate: str, judge: str) -> str | None:
+    """Why ``judge`` is weak for ``candidate`` (``None``: it is not): the local model tier
+    (weak by design), the candidate itself, or a lower tier than the candidate's (the last
+    two are refused by :func:`check_judge` unless ``allow_weak``)."""
+    if parse_provider(judge).family == "local":
+        return f"{judge} is the local model tier (a small model for plumbing, not a ruler)"
+    return _refused(candidate, judge)
+
+
 def check_judge(candidate: str, judge: str, *, allow_weak: bool = False) -> list[str]:
     """Warnings to record; raises :class:`ConfigError` for a refused judge."""
-    cand, jud = parse_provider(candidate), parse_provider(judge)
+    jud = parse_provider(judge)
     warnings: list[str] = []
-    problem: str | None = None
-    if (cand.family, cand.model) == (jud.family, jud.model):
-        problem = f"judge {judge} is the candidate model itself"
-    elif jud.offline:
+    problem = _refused(candidate, judge)
+    if problem is None and jud.offline:
         warnings.append(
             f"{judge} is an offline reference-based judge: its scores are not a model's"
         )
-    else:
-        t_cand, t_judge = tier(candidate), tier(judge)
-        if t_judge is None:
-            warnings.append(f"judge {judge} is not in JUDGE_TIERS: tier not checked")
-        elif t_cand is not None and t_judge < t_cand:
-            problem = f"judge {judge} (tier {t_judge}) is weaker than candidate {candidate} (tier {t_cand})"
+    elif problem is None and tier(judge) is None:
+        warnings.append(f"judge {judge} is not in JUDGE_TIERS: tier not checked")
     if deterministic(judge):
         warnings.append(
             f"{judge} is deterministic (its verdict is a pure function of the request): "
             "it is asked once per metric and case, and the other samples repeat that verdict"
+        )
+    if jud.family == "local":
+        warnings.append(
+            f"WEAK JUDGE: {judge} is the local model tier (a small model for plumbing, not a "
+            "ruler): its scores are reported, its metrics' thresholds never gate the run"
         )
     if jud.family == "anthropic":
         warnings.append(
@@ -254,6 +294,8 @@ async def run_judge(
         purpose="judge",
         metadata={**(metadata or {}), "judge_metric": metric},
     )
+    if request.response_format == "json":
+        request = replace(request, json_schema=JUDGE_REPLY_SCHEMA)
     if config.samples > 1 and deterministic(config.model):
         first = await judge_sample(engine, config.model, request, 0)
         samples = repeated(first, config.samples)

@@ -3,7 +3,10 @@
 ``local:smollm2`` is ``openai:smollm2@$RAG_LOCAL_MODEL_URL`` (default
 ``http://127.0.0.1:8012/v1``, the port ``make local-model`` serves on): the same SDK path
 and wire body, no key (loopback), and its own name in reports so a local model's numbers are
-never mistaken for a hosted one's. Registered in :mod:`app.llm.providers` with
+never mistaken for a hosted one's. A request with a ``json_schema`` (the judge prompts) is
+sent as ``response_format: {"type": "json_schema", …}``: ``llm-server.mjs`` turns the schema
+into a llama.cpp grammar, so a small model's reply is the JSON asked for or is cut by
+``max_tokens`` — never prose or a ``1.1.1.1…`` loop. Registered in :mod:`app.llm.providers` with
 ``register_provider``. See :mod:`app.llm.local_server`.
 """
 
@@ -30,4 +33,10 @@ class LocalProvider(OpenAIProvider):
     def payload(cls, request: ChatRequest, *, model: str, base_url: str | None) -> dict[str, Any]:
         from app.llm.local_server import default_url
 
-        return super().payload(request, model=model, base_url=base_url or default_url())
+        params = super().payload(request, model=model, base_url=base_url or default_url())
+        if request.response_format == "json" and request.json_schema is not None:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "strict": True, "schema": request.json_schema},
+            }
+        return params
