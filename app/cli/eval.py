@@ -71,20 +71,8 @@ def cli() -> None:
     default=None,
     help="Dataset suite: smoke, full, hard, adversarial (not needed with --resume).",
 )
-@click.option(
-    "--dataset-version",
-    "dataset_version",
-    default=None,
-    metavar="X.Y",
-    help="Run this version of the suite (default: its newest version).",
-)
-@click.option(
-    "--dataset",
-    "dataset_path",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Run a JSONL dataset file from anywhere (checked first, like a suite).",
-)
+@options.dataset_version
+@options.dataset_path
 @options.kb
 @click.option(
     "--prompt",
@@ -93,71 +81,24 @@ def cli() -> None:
     help="Prompt version to evaluate, e.g. system/kb_qa_v3 (repeatable).",
 )
 @options.model
-@click.option(
-    "--judge",
-    default="offline:reference-judge",
-    show_default=True,
-    help="Judge provider string ('none' for no judge).",
-)
-@click.option("--judge-samples", default=3, show_default=True, type=click.IntRange(1, 20))
-@click.option(
-    "--metrics",
-    "metrics",
-    default="all",
-    show_default=True,
-    help="Metrics to compute, comma-separated: metric names (e.g. correctness,faithfulness), "
-    "'deterministic' (no judge call), 'judge' or 'all'. A threshold on a metric left out is "
-    "NOT MEASURED and fails the run.",
-)
-@click.option(
-    "--concurrency",
-    default=8,
-    show_default=True,
-    type=click.IntRange(1, 256),
-    help="Provider requests in flight at most (global and per provider).",
-)
-@click.option(
-    "--workers",
-    default="auto",
-    show_default=True,
-    type=options.WORKERS,
-    help="Processes sharing a CPU-bound run (offline candidate and judge): faster on several "
-    "cores, each process with its own memory. auto: one per 1,000 cases, at most one per "
-    "core and 4; one with a network provider, where N > 1 is refused.",
-)
-@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute cap.")
-@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute cap.")
+@options.judge
+@options.judge_samples
+@options.metrics
+@options.concurrency
+@options.workers
+@options.rpm
+@options.tpm
 @options.timeout
 @options.max_attempts
-@click.option(
-    "--max-errors",
-    default=0.0,
-    show_default=True,
-    type=click.FloatRange(0.0, 1.0),
-    help="Share of the cases a threshold or red line applies to that may be unevaluated "
-    "(errored) before it fails; 0: any unevaluated case fails it.",
-)
-@click.option(
-    "--retry-budget",
-    default=None,
-    type=click.IntRange(0),
-    help="Cap on the run's retries in total (default: 100 + 0.5 per request, growing with "
-    "the run).",
-)
+@options.max_errors
+@options.retry_budget
 @click.option(
     "--resume", "resume", default=None, metavar="RUN_ID", help="Finish an interrupted run."
 )
 @options.report_out
-@click.option(
-    "--max-cost",
-    default=None,
-    type=click.FloatRange(0),
-    help="Stop starting cases at this spend (USD); writes a partial report.",
-)
-@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
-@click.option(
-    "--refresh-cache", is_flag=True, help="Call the providers again and overwrite the cache."
-)
+@options.max_cost
+@options.no_cache
+@options.refresh_cache
 @click.option(
     "--shard",
     "shard",
@@ -189,36 +130,13 @@ def cli() -> None:
     type=click.FloatRange(min=0, min_open=True),
     help="Submit a batch once no new call has arrived for this many seconds.",
 )
-@click.option(
-    "--limit", default=None, type=click.IntRange(1), help="Only the first N cases (by id)."
-)
-@click.option(
-    "--allow-weak-judge",
-    is_flag=True,
-    help="Allow a judge equal to / weaker than the candidate (warning in the report).",
-)
-@click.option(
-    "-k",
-    "k",
-    default=5,
-    show_default=True,
-    type=click.IntRange(1),
-    help="k of Hit@k, Recall@k, nDCG@k.",
-)
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap CIs.")
+@options.limit
+@options.allow_weak_judge
+@options.k
+@options.seed
 @options.retriever
-@click.option(
-    "--max-tokens",
-    default=None,
-    type=click.IntRange(1),
-    help="Cap every generation: the answer, rewrite/summary (<= 256) and judge (<= 512) calls.",
-)
-@click.option(
-    "--temperature",
-    default=None,
-    type=click.FloatRange(0, 2),
-    help="Sampling temperature of the candidate's answer (default 0); judges stay at 0.",
-)
+@options.max_tokens
+@options.temperature
 @options.allow_unlisted_model
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @options.gate
@@ -303,38 +221,13 @@ def run_cmd(
         preflight()
     config = RunConfig(
         suite=suite or "",  # with --resume the stored configuration replaces this one
-        dataset_version=dataset_version,
-        dataset_path=str(dataset_path.resolve()) if dataset_path else None,
-        kb_path=str(kb_path.resolve()) if kb_path else None,
-        model=model,
-        judge=None if judge.lower() == "none" else judge,
-        judge_samples=judge_samples,
         prompts=tuple(prompts),
-        metrics=tuple(m.strip() for m in metrics.split(",") if m.strip() and m.strip() != "all"),
-        concurrency=concurrency,
-        workers=workers,
-        rpm=rpm,
-        tpm=tpm,
-        timeout_s=timeout_s,
-        max_attempts=max_attempts,
-        retry_budget=retry_budget,
-        max_errors=max_errors,
-        cache=not no_cache,
-        refresh_cache=refresh_cache,
         shard=_shard_option(shard),
         batch=batch,
         batch_poll_s=batch_poll_s,
         batch_flush_s=batch_flush_s,
-        limit=limit,
-        max_cost=max_cost,
-        allow_weak_judge=allow_weak_judge,
-        k=k,
-        seed=seed,
-        retriever=retriever,  # type: ignore[arg-type]
-        max_tokens=max_tokens,
-        temperature=temperature,
-        allow_unlisted_model=allow_unlisted_model,
         gate=gate or "thresholds",  # type: ignore[arg-type]
+        **options.run_fields(ctx.params),
     )
     err = Console(stderr=True)
     run_id = resume or new_run_id()

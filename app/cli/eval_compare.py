@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from app.cli import options
 from app.errors import UserError
 
 if TYPE_CHECKING:
     from app.eval.compare import Comparison
+    from app.eval.config import RunConfig
 
 _FORMATS = click.Choice(["md", "json", "html"])
 
@@ -44,18 +46,9 @@ def _finish(comparison: Comparison, fail_on_regression: bool) -> None:
 @click.argument("base", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("new", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "fmt", type=_FORMATS, default="md", show_default=True)
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a metric is ❌.")
-@click.option(
-    "--allow-ruler-change",
-    is_flag=True,
-    help="Compare even if the judge model, judge prompt or dataset version differ.",
-)
-@click.option(
-    "--allow-truth-change",
-    is_flag=True,
-    help="Compare even if the knowledge base, a prompt's content under one version name or "
-    "the resolved retriever differ (the table lists the differences).",
-)
+@options.fail_on_regression
+@options.allow_ruler_change
+@options.allow_truth_change
 @click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), default=None)
 def compare(
     base: Path,
@@ -108,52 +101,74 @@ def compare(
 @click.argument("name")
 @click.argument("base_version")
 @click.argument("new_version")
-@click.option("--suite", default="smoke", show_default=True)
-@click.option("--model", default=None, help="Candidate model (default: the harness default).")
-@click.option("--judge", default=None, help="Judge model (default: the harness default).")
-@click.option("--concurrency", type=int, default=None)
-@click.option("--max-tokens", type=click.IntRange(1), default=None, help="Cap every generation.")
 @click.option(
-    "--allow-unlisted-model",
-    is_flag=True,
-    help="Run a model outside the prompts' APPLICABLE_MODELS (the table says so).",
+    "--suite",
+    default=None,
+    help="Dataset suite: smoke (default), full, hard, adversarial; or --dataset FILE.",
 )
+@options.run_options
+@options.allow_ruler_change
+@options.allow_truth_change
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a metric is ❌.")
-@click.option("--out-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
-@click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@options.fail_on_regression
+@click.option(
+    "--out-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Folder of the two runs' reports (default reports/).",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the comparison (--format) to this file.",
+)
+@click.pass_context
 def diff_prompt(
+    ctx: click.Context,
+    /,
     name: str,
     base_version: str,
     new_version: str,
-    suite: str,
-    model: str | None,
-    judge: str | None,
-    concurrency: int | None,
-    max_tokens: int | None,
-    allow_unlisted_model: bool,
+    suite: str | None,
     fmt: str,
     fail_on_regression: bool,
+    allow_ruler_change: bool,
+    allow_truth_change: bool,
     out_dir: Path | None,
     out: Path | None,
+    **_run: Any,
 ) -> None:
     """Run prompt NAME at BASE_VERSION and NEW_VERSION on the same suite and compare.
 
     NAME is a prompt id (``system/kb_qa``); versions are ``v1``/``1``/``kb_qa_v1`` or the
-    qualified id. Both runs share the response cache, so everything that does not depend
-    on the prompt (retrieval, unchanged judge calls) is computed once.
+    qualified id. Every option of ``rag eval run`` that sets a run applies to both runs.
+    Before the first run the dataset version, the knowledge base and the judge are resolved
+    and pinned, so a dataset version released (or a default changed) meanwhile cannot make
+    the two runs incomparable. Both runs share the response cache, so everything that does
+    not depend on the prompt (retrieval, unchanged judge calls) is computed once.
     """
+    from app.eval.config import RunConfig as Config
+
+    fields = options.run_fields(ctx.params)
+    if suite is not None and fields["dataset_path"] is not None:
+        raise click.UsageError("give --suite S or --dataset FILE, not both")
+    if fields["dataset_path"] is not None and fields["dataset_version"] is not None:
+        raise click.UsageError("--dataset-version selects a suite's version; not with --dataset")
+    if fields["dataset_path"] is not None:
+        from app.eval.datasets.check import suite_of
+
+        suite = suite_of(Path(fields["dataset_path"]))
+    config = Config(suite=suite or "smoke", **fields)
     comparison = run_diff_prompt(
         name,
         base_version,
         new_version,
-        suite=suite,
-        model=model,
-        judge=judge,
-        concurrency=concurrency,
+        config=config,
         out_dir=out_dir,
-        max_tokens=max_tokens,
-        allow_unlisted_model=allow_unlisted_model,
+        allow_ruler_change=allow_ruler_change,
+        allow_truth_change=allow_truth_change,
     )
     _emit(comparison, fmt, out)
     _finish(comparison, fail_on_regression)
@@ -176,28 +191,63 @@ def qualified_version(name: str, version: str) -> str:
     raise PromptError(f"diff-prompt: version {version!r} does not belong to prompt {pid}")
 
 
+def pin(config: RunConfig) -> RunConfig:
+    """``config`` with what a default would resolve at run time fixed now: the dataset
+    version (a suite's newest, or a file's sha256 checked later), the knowledge base's folder
+    and the judge. The run's dataset is checked here, so a bad one fails before any call."""
+    from app.eval.run.runner import load_run_dataset
+    from app.paths import kb_dir
+
+    suite = load_run_dataset(config)  # DatasetError (exit 2) before the first run
+    pinned: dict[str, Any] = {"kb_path": config.kb_path or str(kb_dir().resolve())}
+    if config.dataset_path is None:
+        pinned["dataset_version"] = suite.version
+    return config.replace(**pinned)
+
+
+def _pinned_what(base: Any, new: Any) -> list[str]:
+    """What differs between the two runs' reports although it was pinned (dataset file bytes
+    or knowledge-base content): it changed on disk while diff-prompt ran."""
+    out: list[str] = []
+    b_sets = {(d.name, d.version): d.sha256 for d in base.meta.datasets}
+    for d in new.meta.datasets:
+        old = b_sets.get((d.name, d.version))
+        if old is not None and old != d.sha256:
+            out.append(f"dataset {d.name} v{d.version} ({d.path}) changed between the two runs")
+    b_kb, n_kb = base.meta.kb, new.meta.kb
+    if b_kb is not None and n_kb is not None and b_kb.sha256 != n_kb.sha256:
+        changed = sorted(
+            p
+            for p in {*b_kb.documents, *n_kb.documents}
+            if b_kb.documents.get(p) != n_kb.documents.get(p)
+        )
+        out.append(
+            f"knowledge base {n_kb.path} changed between the two runs: {', '.join(changed[:5])}"
+        )
+    return out
+
+
 def run_diff_prompt(
     name: str,
     base_version: str,
     new_version: str,
     *,
-    suite: str = "smoke",
-    model: str | None = None,
-    judge: str | None = None,
-    concurrency: int | None = None,
+    config: RunConfig,
     out_dir: Path | None = None,
-    max_tokens: int | None = None,
-    allow_unlisted_model: bool = False,
+    allow_ruler_change: bool = False,
+    allow_truth_change: bool = False,
 ) -> Comparison:
     """Run both versions on the same cases (one shared response cache) and compare them.
 
-    The two runs differ only in ``RunConfig.prompts``; everything that does not depend on
-    the prompt (judge calls on identical answers, rewrites) is answered from the cache on
-    the second run. Both reports are written (default ``reports/``) so they can be
-    compared again with ``rag eval compare``.
+    ``config`` is the runs' configuration (its ``prompts`` are replaced); :func:`pin` fixes
+    its dataset version, knowledge base and judge before the first run. The two runs differ
+    only in ``RunConfig.prompts``; everything that does not depend on the prompt (judge calls
+    on identical answers, rewrites) is answered from the cache on the second run. Both
+    reports are written (default ``reports/``) so they can be compared again with
+    ``rag eval compare``.
     """
+    from app.errors import ReportError
     from app.eval.compare import compare_reports
-    from app.eval.config import RunConfig
     from app.eval.run.runner import run_sync
     from app.generation.registry import load_registry
 
@@ -208,28 +258,41 @@ def run_diff_prompt(
         registry.get(q)  # PromptError (exit 2) naming the known versions
     if base_q == new_q:
         raise UserError(f"diff-prompt: both versions are {base_q}; pass two different versions")
-    extra: dict[str, Any] = {}
-    if model is not None:
-        extra["model"] = model
-    if judge is not None:
-        extra["judge"] = None if judge.lower() == "none" else judge
-    if concurrency is not None:
-        extra["concurrency"] = concurrency
-    if max_tokens is not None:
-        extra["max_tokens"] = max_tokens
-    if allow_unlisted_model:
-        extra["allow_unlisted_model"] = True
+    config = pin(config)
+    what = (
+        f"dataset {config.dataset_path}"
+        if config.dataset_path
+        else f"{config.suite} v{config.dataset_version}"
+    )
+    click.echo(
+        f"diff-prompt: pinned {what}, knowledge base {config.kb_path}, judge {config.judge}",
+        err=True,
+    )
     outcomes = []
     for q in (base_q, new_q):
-        click.echo(f"diff-prompt: running {suite} with {q} …", err=True)
-        config = RunConfig(suite=suite, prompts=(q,), **extra)
-        outcome = run_sync(config, out_dir=out_dir, front_end="cli")
+        click.echo(f"diff-prompt: running {what} with {q} …", err=True)
+        outcome = run_sync(config.replace(prompts=(q,)), out_dir=out_dir, front_end="cli")
         click.echo(f"diff-prompt: {q} → {outcome.path}", err=True)
         outcomes.append(outcome)
     base, new = outcomes
-    return compare_reports(
-        base.report,
-        new.report,
-        base_name=str(base.path or base_q),
-        new_name=str(new.path or new_q),
-    )
+    changed = _pinned_what(base.report, new.report)
+    if changed and not allow_truth_change:
+        raise ReportError(
+            "diff-prompt: " + "; ".join(changed) + f" — the reports ({base.path}, {new.path}) "
+            "measured different things; run diff-prompt again once the files are stable, or "
+            "compare them anyway with rag eval compare --allow-truth-change --allow-ruler-change"
+        )
+    try:
+        return compare_reports(
+            base.report,
+            new.report,
+            base_name=str(base.path or base_q),
+            new_name=str(new.path or new_q),
+            allow_ruler_change=allow_ruler_change,
+            allow_truth_change=allow_truth_change,
+        )
+    except ReportError as exc:
+        raise ReportError(
+            f"diff-prompt: {exc} (both runs were pinned to {what}; something else changed "
+            "between them)"
+        ) from None

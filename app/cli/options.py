@@ -8,7 +8,7 @@ as a decorator, so a default or a help text cannot drift apart between commands.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -85,6 +85,24 @@ allow_unlisted_model = click.option(
 )
 
 
+allow_ruler_change = click.option(
+    "--allow-ruler-change",
+    is_flag=True,
+    help="Compare even if the judge model, judge prompt or dataset version differ.",
+)
+
+allow_truth_change = click.option(
+    "--allow-truth-change",
+    is_flag=True,
+    help="Compare even if the knowledge base, a prompt's content under one version name or "
+    "the resolved retriever differ (the table lists the differences).",
+)
+
+fail_on_regression = click.option(
+    "--fail-on-regression", is_flag=True, help="Exit 1 when a metric is ❌."
+)
+
+
 def as_json(what: str) -> Callable[[F], F]:
     """``--json``: print WHAT as JSON instead of text."""
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
@@ -110,3 +128,210 @@ class _Workers(click.ParamType["int | Literal['auto']", Any]):
 
 
 WORKERS = _Workers()
+
+
+# --- a run's options: `rag eval run` and `rag eval diff-prompt` (which makes two runs) ---
+
+dataset_version = click.option(
+    "--dataset-version",
+    "dataset_version",
+    default=None,
+    metavar="X.Y",
+    help="Run this version of the suite (default: its newest version).",
+)
+
+dataset_path = click.option(
+    "--dataset",
+    "dataset_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Run a JSONL dataset file from anywhere (checked first, like a suite).",
+)
+
+judge = click.option(
+    "--judge",
+    default="offline:reference-judge",
+    show_default=True,
+    help="Judge provider string ('none' for no judge).",
+)
+
+judge_samples = click.option(
+    "--judge-samples", default=3, show_default=True, type=click.IntRange(1, 20)
+)
+
+metrics = click.option(
+    "--metrics",
+    "metrics",
+    default="all",
+    show_default=True,
+    help="Metrics to compute, comma-separated: metric names (e.g. correctness,faithfulness), "
+    "'deterministic' (no judge call), 'judge' or 'all'. A threshold on a metric left out is "
+    "NOT MEASURED and fails the run.",
+)
+
+concurrency = click.option(
+    "--concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Provider requests in flight at most (global and per provider).",
+)
+
+workers = click.option(
+    "--workers",
+    default="auto",
+    show_default=True,
+    type=WORKERS,
+    help="Processes sharing a CPU-bound run (offline candidate and judge): faster on several "
+    "cores, each process with its own memory. auto: one per 1,000 cases, at most one per "
+    "core and 4; one with a network provider, where N > 1 is refused.",
+)
+
+rpm = click.option(
+    "--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute cap."
+)
+
+tpm = click.option(
+    "--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute cap."
+)
+
+max_errors = click.option(
+    "--max-errors",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="Share of the cases a threshold or red line applies to that may be unevaluated "
+    "(errored) before it fails; 0: any unevaluated case fails it.",
+)
+
+retry_budget = click.option(
+    "--retry-budget",
+    default=None,
+    type=click.IntRange(0),
+    help="Cap on the run's retries in total (default: 100 + 0.5 per request, growing with "
+    "the run).",
+)
+
+max_cost = click.option(
+    "--max-cost",
+    default=None,
+    type=click.FloatRange(0),
+    help="Stop starting cases at this spend (USD); writes a partial report.",
+)
+
+no_cache = click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+
+refresh_cache = click.option(
+    "--refresh-cache", is_flag=True, help="Call the providers again and overwrite the cache."
+)
+
+limit = click.option(
+    "--limit", default=None, type=click.IntRange(1), help="Only the first N cases (by id)."
+)
+
+allow_weak_judge = click.option(
+    "--allow-weak-judge",
+    is_flag=True,
+    help="Allow a judge equal to / weaker than the candidate (warning in the report).",
+)
+
+k = click.option(
+    "-k",
+    "k",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1),
+    help="k of Hit@k, Recall@k, nDCG@k.",
+)
+
+seed = click.option(
+    "--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap CIs."
+)
+
+max_tokens = click.option(
+    "--max-tokens",
+    default=None,
+    type=click.IntRange(1),
+    help="Cap every generation: the answer, rewrite/summary (<= 256) and judge (<= 512) calls.",
+)
+
+temperature = click.option(
+    "--temperature",
+    default=None,
+    type=click.FloatRange(0, 2),
+    help="Sampling temperature of the candidate's answer (default 0); judges stay at 0.",
+)
+
+#: the options above that set a run, in `rag eval run --help` order: `rag eval diff-prompt`
+#: takes all of them (tests/unit/cli/test_cli_suggestions.py holds the two commands together)
+RUN_OPTIONS: tuple[Callable[[Any], Any], ...] = (
+    dataset_version,
+    dataset_path,
+    kb,
+    model,
+    judge,
+    judge_samples,
+    metrics,
+    concurrency,
+    workers,
+    rpm,
+    tpm,
+    timeout,
+    max_attempts,
+    max_errors,
+    retry_budget,
+    max_cost,
+    no_cache,
+    refresh_cache,
+    limit,
+    allow_weak_judge,
+    k,
+    seed,
+    retriever,
+    max_tokens,
+    temperature,
+    allow_unlisted_model,
+)
+
+
+def run_options(f: F) -> F:
+    """Every option of :data:`RUN_OPTIONS` on one command."""
+    for option in reversed(RUN_OPTIONS):
+        f = option(f)
+    return f
+
+
+def run_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``RunConfig`` fields the :data:`RUN_OPTIONS` set, from a command's parameter values
+    (``ctx.params``): one translation for every command that starts a run."""
+    path, kb_path, judge_name = values["dataset_path"], values["kb_path"], values["judge"]
+    return {
+        "dataset_version": values["dataset_version"],
+        "dataset_path": str(Path(path).resolve()) if path else None,
+        "kb_path": str(Path(kb_path).resolve()) if kb_path else None,
+        "model": values["model"],
+        "judge": None if judge_name.lower() == "none" else judge_name,
+        "judge_samples": values["judge_samples"],
+        "metrics": tuple(
+            m.strip() for m in values["metrics"].split(",") if m.strip() and m.strip() != "all"
+        ),
+        "concurrency": values["concurrency"],
+        "workers": values["workers"],
+        "rpm": values["rpm"],
+        "tpm": values["tpm"],
+        "timeout_s": values["timeout_s"],
+        "max_attempts": values["max_attempts"],
+        "retry_budget": values["retry_budget"],
+        "max_errors": values["max_errors"],
+        "max_cost": values["max_cost"],
+        "cache": not values["no_cache"],
+        "refresh_cache": values["refresh_cache"],
+        "limit": values["limit"],
+        "allow_weak_judge": values["allow_weak_judge"],
+        "k": values["k"],
+        "seed": values["seed"],
+        "retriever": values["retriever"],
+        "max_tokens": values["max_tokens"],
+        "temperature": values["temperature"],
+        "allow_unlisted_model": values["allow_unlisted_model"],
+    }
