@@ -98,7 +98,8 @@ def check(config: RunConfig) -> None:
             f"a network provider ({config.model}"
             + (f", judge {config.judge}" if config.judge else "")
             + ") — it waits on the network, and rate limits, the cache and adaptive "
-            "concurrency are one process's; drop --workers (or use --shard I/N)"
+            "concurrency are one process's; drop --workers (or split the suite across machines "
+            "with rag eval run --shard I/N)"
         )
 
 
