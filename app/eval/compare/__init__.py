@@ -2,15 +2,26 @@
 
 ``compare_reports(base, new)`` pairs the cases of two typed reports
 (:class:`~app.eval.report.records.Report`, docs/interfaces.md §6) by id, and for every metric
-computes the paired Δ, its significance and a verdict:
+computes the paired Δ, its 95 % CI, its significance (Holm-adjusted across the table's
+metrics) and a verdict against the metric's margin of practical relevance
+(``thresholds.toml [margins]``):
 
-* ✅ ``better`` — a significant change in the good direction;
-* ✅ ``within noise`` — no significant change in the bad direction;
+* ✅ ``better`` — a significant change in the good direction, the CI not inside ±margin;
+* ✅ ``no_change`` — no meaningful change: the CI lies strictly inside ±margin;
+* ⚠️ ``inconclusive`` — the CI crosses the margin and nothing is significant: the row says
+  the smallest effect this suite detects and how many cases would resolve the margin;
+* ⚠️ ``judge_drift`` — a judge score moved only on cases whose answer is identical in both
+  runs: the ruler moved, not the answers;
 * ⚠️ ``review`` — a change a human must look at: the spread grew (Brown–Forsythe, seed 004
   §12.3 "均值不变但方差扩大也是质量退化"), a refusal rate went up, a metric without a good
-  direction moved, or the metric is missing from one report;
-* ❌ ``regression`` — a significant change in the bad direction; ❌ ``red line`` — a
-  red-line metric (e.g. ACL leak) got worse on any case or is above its limit.
+  direction moved, a cost got worse, or the metric is missing from one report;
+* ❌ ``regression`` — a significant change in the bad direction; ❌ ``red_line`` — a
+  red-line metric (e.g. ACL leak) got worse on any case or is above its limit;
+* ➖ ``not_measured`` — no model produced what the row reads: an offline candidate (every row
+  read off the answer) or an offline judge (judge scores); the table is "unverified: no
+  model ran" and names the command that would measure it.
+
+The tag × metric breakdown is Benjamini–Hochberg-adjusted across all its pairs.
 
 Two reports measured with different rulers (judge model, judge prompt version/hash,
 dataset version/hash) are refused with :class:`~app.errors.ReportError` unless
@@ -36,8 +47,10 @@ no typed metric detail) — the same comparison as of the full typed reports (te
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from app.errors import ReportError
 from app.eval.compare.answers import answer_delta
@@ -49,17 +62,29 @@ from app.eval.compare.rows import (
     REVIEW_WHEN_UP,
     CaseView,
     MetricPairs,
+    RowContext,
+    Tested,
+    adjust_tags,
     cases_by_id,
     metric_cis,
     metric_columns,
     metric_row,
+    metric_test,
     missing_row,
     refusal_pairs,
     tag_positions,
-    tag_regressions,
+    tag_tests,
 )
 from app.eval.compare.rulers import judge_desc, prompt_labels, ruler_differences
-from app.eval.compare.table import LABEL, SYMBOL, Comparison, MetricDelta, TagRegression, Verdict
+from app.eval.compare.table import (
+    LABEL,
+    SYMBOL,
+    UNVERIFIED,
+    Comparison,
+    MetricDelta,
+    TagRegression,
+    Verdict,
+)
 from app.eval.report.records import MetricInfo, Report, ReportSummary
 from app.eval.report.truth import truth_differences, truth_unknowns
 from app.eval.stats import significance
@@ -71,6 +96,7 @@ __all__ = [
     "REFUSAL_RATE_SPEC",
     "REVIEW_WHEN_UP",
     "SYMBOL",
+    "UNVERIFIED",
     "Comparison",
     "MetricDelta",
     "TagRegression",
@@ -92,6 +118,7 @@ def compare_reports(
     allow_ruler_change: bool = False,
     allow_truth_change: bool = False,
     alpha: float = significance.ALPHA,
+    margins: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Compare two loaded reports (see the module docstring for the rules)."""
     return compare_views(
@@ -104,6 +131,7 @@ def compare_reports(
         allow_ruler_change=allow_ruler_change,
         allow_truth_change=allow_truth_change,
         alpha=alpha,
+        margins=margins,
     )
 
 
@@ -118,8 +146,14 @@ def compare_views(
     allow_ruler_change: bool = False,
     allow_truth_change: bool = False,
     alpha: float = significance.ALPHA,
+    margins: Mapping[str, float] | None = None,
 ) -> Comparison:
-    """Compare two reports given as summary + case views (ids unique within each)."""
+    """Compare two reports given as summary + case views (ids unique within each).
+    ``margins``: each metric's margin of practical relevance (default: thresholds.toml)."""
+    if margins is None:
+        from app.eval.scoring.thresholds import load_margins
+
+        margins = load_margins()
     diffs = ruler_differences(base, new)
     if diffs and not allow_ruler_change:
         raise ReportError(
@@ -169,16 +203,46 @@ def compare_views(
         if len(refusals):
             planned.append((REFUSAL_RATE, REFUSAL_RATE_SPEC, refusals, True))
     cis = metric_cis([(m, spec, mp) for m, spec, mp, _ in planned if mp is not None])
+    # identical answers (both known, not empty): a judge score that moved there is the
+    # ruler moving
+    same_answer = np.array(
+        [bool(a := base_cases[c].answer) and a == new_cases[c].answer for c in paired_ids],
+        dtype=bool,
+    )
+    unmeasured = offline_reasons(base, new, paired_ids, base_cases)
+    tested: dict[str, Tested | None] = {
+        m: metric_test(spec, mp) if mp is not None else None for m, spec, mp, _ in planned
+    }
+    # Holm across the rows a verdict reads a p-value from (not the unmeasured ones)
+    family = [
+        m
+        for m, spec, _, _ in planned
+        if tested[m] is not None and unmeasured.get(_sensitivity(m, spec)) is None
+    ]
+    holm = dict(zip(family, significance.holm([tested[m].p for m in family]), strict=True))  # type: ignore[union-attr]
     rows: list[MetricDelta] = []
-    tags: list[TagRegression] = []
+    tag_family: list[TagRegression] = []
     by_tag = tag_positions(paired_ids, base_cases)
     for metric, spec, metric_pairs, derived in planned:
         if metric_pairs is None:
             rows.append(missing_row(metric, spec, "new" if metric not in base.metrics else "base"))
             continue
-        rows.append(metric_row(metric, spec, metric_pairs, alpha, cis))
-        if not derived:  # the derived refusal rate has no tag breakdown
-            tags.extend(tag_regressions(metric, spec, metric_pairs, by_tag, alpha))
+        why = unmeasured.get(_sensitivity(metric, spec))
+        ctx = RowContext(
+            margin=margins.get(metric, 0.0),
+            p_adjusted=holm.get(metric),
+            same_answer=same_answer,
+            not_measured=why,
+        )
+        rows.append(metric_row(metric, spec, metric_pairs, alpha, cis, tested[metric], ctx))
+        if not derived and why is None:  # the derived refusal rate has no tag breakdown
+            tag_family.extend(tag_tests(metric, spec, metric_pairs, by_tag))
+    tags = adjust_tags(tag_family, alpha)
+    judge_only = tuple(
+        cid
+        for cid, same in zip(paired_ids, same_answer.tolist(), strict=True)
+        if same and _judge_moved(base_cases[cid], new_cases[cid], base.metrics, new.metrics)
+    )
     notes = [
         f"{name} is a partial run: only its finished cases are compared."
         for report, name in ((base, base_name), (new, new_name))
@@ -195,7 +259,8 @@ def compare_views(
         title += " — ruler changed, compared with --allow-ruler-change"
     if truth:
         title += " — ground truth differs, compared with --allow-truth-change"
-    tags.sort(key=lambda t: (not t.significant, t.p_value if t.p_value is not None else 1.0))
+    tags.sort(key=lambda t: (not t.significant, t.q_value if t.q_value is not None else 1.0))
+    unverified = "; ".join(sorted(set(unmeasured.values()))) or None
     return Comparison(
         base_label=base_label,
         new_label=new_label,
@@ -218,7 +283,74 @@ def compare_views(
             new_name,
         ),
         alpha=alpha,
+        unverified=unverified,
+        measure_with=measure_command(base, new) if unverified else None,
+        judge_only=judge_only,
+        tag_tests=len(tag_family),
     )
+
+
+#: the metrics an offline candidate cannot measure for a prompt change: every one read off the
+#: answer (its retrieval rows, red lines and token counts are real offline)
+def _sensitivity(metric: str, spec: MetricInfo) -> str | None:
+    """``"judge"`` (a judge score), ``"answer"`` (read off the answer) or ``None`` (retrieval,
+    a red line, token counts: the same whoever answers)."""
+    if spec.red_line or spec.group == "retrieval" or metric == "tokens":
+        return None
+    return "judge" if spec.kind == "judge" else "answer"
+
+
+def offline_reasons(
+    base: ReportSummary,
+    new: ReportSummary,
+    paired_ids: Sequence[str] = (),
+    base_cases: Mapping[str, CaseView] | None = None,
+) -> dict[str | None, str]:
+    """Why rows are not measured: ``{"answer": …, "judge": …}`` for an offline candidate
+    (every answer-read row, judge scores too) and an offline judge (judge scores)."""
+    out: dict[str | None, str] = {}
+    cands = sorted({r.meta.candidate.provider for r in (base, new) if r.meta.candidate.offline})
+    judges = sorted({str(r.meta.judge.provider) for r in (base, new) if r.meta.judge.offline})
+    if cands:
+        why = (
+            f"candidate {', '.join(cands)} is an offline baseline: it never reads the "
+            "prompt, so no model answered"
+        )
+        out["answer"] = why
+        out["judge"] = why
+    elif judges:
+        out["judge"] = f"judge {', '.join(judges)} is an offline heuristic: no model judged"
+    return out
+
+
+def measure_command(base: ReportSummary, new: ReportSummary) -> str:
+    """The command that would measure the rows an offline candidate/judge left unmeasured:
+    ``rag eval diff-prompt`` of the prompt versions that differ, else the two runs again."""
+    suite = new.meta.suite
+    models = "--model anthropic:claude-sonnet-4-6 --judge anthropic:claude-opus-4-7"
+    bp, np_ = base.meta.prompts, new.meta.prompts
+    for pid in sorted(set(bp) & set(np_)):
+        if (bp[pid].version, bp[pid].hash) != (np_[pid].version, np_[pid].hash):
+            b = bp[pid].version.rpartition("_v")[2]
+            n = np_[pid].version.rpartition("_v")[2]
+            if b.isdigit() and n.isdigit() and b != n:
+                return f"rag eval diff-prompt {pid} v{b} v{n} --suite {suite} {models}"
+    return f"rag eval run --suite {suite} {models} (for each side), then rag eval compare"
+
+
+def _judge_moved(
+    b: CaseView, n: CaseView, bspec: Mapping[str, MetricInfo], nspec: Mapping[str, MetricInfo]
+) -> bool:
+    """A judge score of the case differs between the two reports."""
+    for name, spec in bspec.items():
+        if spec.kind != "judge" or name not in nspec:
+            continue
+        bs, ns = b.metrics.get(name), n.metrics.get(name)
+        bv = bs.value if bs is not None else None
+        nv = ns.value if ns is not None else None
+        if bv is not None and nv is not None and abs(bv - nv) > 1e-12:
+            return True
+    return False
 
 
 def _answers_view(summary: ReportSummary, cases: Sequence[CaseView]) -> dict[str, object]:
@@ -237,6 +369,7 @@ def compare_files(
     allow_ruler_change: bool = False,
     allow_truth_change: bool = False,
     alpha: float = significance.ALPHA,
+    margins: Mapping[str, float] | None = None,
 ) -> Comparison:
     """:func:`compare_views` of two report files read with the lean reader
     (:func:`app.eval.report.stream.load_lean`); the same comparison as of the full reports."""
@@ -254,4 +387,5 @@ def compare_files(
         allow_ruler_change=allow_ruler_change,
         allow_truth_change=allow_truth_change,
         alpha=alpha,
+        margins=margins,
     )

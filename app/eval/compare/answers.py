@@ -1,6 +1,6 @@
 """What a delta table must say besides the metric rows (``rag eval compare`` / ``diff-prompt``).
 
-* **Answers changed k of N** and the ids of the changed cases: ten "✅ within noise" rows over
+* **Answers changed k of N** and the ids of the changed cases: ten "✅ no meaningful change" rows over
   identical answers mean "not tested", not "harmless".
 * When the candidate is an offline baseline and a prompt's wording changed between the runs,
   the baseline ignores wording (it reads the question and the retrieved documents, never the
@@ -29,11 +29,14 @@ class AnswerDelta:
     offline_candidate: str | None  # the offline candidate's name, when there is one
     notes: tuple[str, ...] = ()
 
-    def markdown(self) -> list[str]:
+    def markdown(self, judge_only: int | None = None) -> list[str]:
+        """``judge_only``: the cases whose answer is identical and whose judge score moved
+        (ruler movement, not a change of the prompt)."""
         shown = ", ".join(f"`{c}`" for c in self.changed[:SHOWN])
         more = f" … and {len(self.changed) - SHOWN} more" if len(self.changed) > SHOWN else ""
+        judged = f"; judge-only changes: {judge_only}" if judge_only is not None else ""
         lines = [
-            f"**Answers changed: {len(self.changed)} of {self.paired}**"
+            f"**Answers changed: {len(self.changed)} of {self.paired}{judged}**"
             + (f" — {shown}{more}" if self.changed else "")
             + ".",
             "",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.eval.compare.table import LABEL, Comparison, MetricDelta
+from app.eval.compare.table import LABEL, UNVERIFIED, Comparison, MetricDelta
 
 OFFLINE_NOTE = (
     "> **Offline-baseline numbers.** The candidate and/or judge is an offline "
@@ -16,6 +16,14 @@ OFFLINE_NOTE = (
 
 def comparison_markdown(c: Comparison) -> str:
     lines = [f"### {c.title}", ""]
+    if c.unverified:
+        lines += [
+            f"> **⚠️ {UNVERIFIED}.** {c.unverified[0].upper()}{c.unverified[1:]}: the rows it "
+            "would measure say ➖ not measured. Measure them with:",
+            ">",
+            f"> `{c.measure_with}`",
+            "",
+        ]
     if c.offline:
         lines += [OFFLINE_NOTE, ""]
     if c.ruler_changed:
@@ -26,7 +34,7 @@ def comparison_markdown(c: Comparison) -> str:
         lines += ["> **Ground truth differs** — compared anyway (`--allow-truth-change`):"]
         lines += [f"> - {d}" for d in c.truth_differences]
         lines.append("")
-    lines += c.answers.markdown() if c.answers is not None else []
+    lines += c.answers.markdown(len(c.judge_only)) if c.answers is not None else []
     lines += ["| metric | base | new | Δ | verdict |", "|---|---|---|---|---|"]
     for r in c.rows:
         lines.append(
@@ -38,24 +46,26 @@ def comparison_markdown(c: Comparison) -> str:
     others = len(c.tag_regressions) - len(significant)
     if significant:
         lines += [
-            f"**Regressions by tag** (significant at α = {c.alpha} on the tag's cases):",
+            f"**Regressions by tag** (Benjamini–Hochberg q < α = {c.alpha} across the "
+            f"{c.tag_tests} tag × metric pairs):",
             "",
-            "| tag | metric | n | base | new | Δ | p |",
-            "|---|---|---|---|---|---|---|",
+            "| tag | metric | n | base | new | Δ | p | q (BH) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for t in significant:
             p = "—" if t.p_value is None else fmt_p(t.p_value).removeprefix("p=")
+            q = "—" if t.q_value is None else fmt_p(t.q_value).removeprefix("p=")
             lines.append(
                 f"| {t.tag} | {t.metric} | {t.n} | {t.base_mean:.3g} | {t.new_mean:.3g} | "
-                f"{t.delta:+.3g} | {p} |"
+                f"{t.delta:+.3g} | {p} | {q} |"
             )
         lines.append("")
     else:
         lines += ["**Regressions by tag:** none significant.", ""]
     if others:
         lines += [
-            f"{others} other tag × metric pair(s) got worse within noise "
-            "(listed in `--format json`).",
+            f"{others} other tag × metric pair(s) got worse, not significantly after "
+            "Benjamini–Hochberg (listed in `--format json`).",
             "",
         ]
     unpaired = len(c.unpaired_base) + len(c.unpaired_new)
@@ -99,6 +109,8 @@ def fmt_delta(r: MetricDelta) -> str:
         return "—"
     if _is_rate(r):
         text = f"{r.delta * 100:+.1f} pp"
+        if r.ci95 is not None:
+            text += f" [{r.ci95[0] * 100:+.1f}, {r.ci95[1] * 100:+.1f}]"
         if r.discordant is not None:
             text += f" ({r.discordant[0]}↑ {r.discordant[1]}↓)"
         return text
@@ -111,6 +123,8 @@ def fmt_delta(r: MetricDelta) -> str:
 def fmt_verdict(r: MetricDelta) -> str:
     text = f"{r.symbol} {LABEL[r.verdict]}"
     details = list(r.reasons)
-    if r.p_value is not None and r.verdict not in ("regression", "no_data"):
+    if r.p_value is not None and r.verdict not in ("regression", "no_data", "not_measured"):
         details.append(fmt_p(r.p_value))
+        if r.p_adjusted is not None and r.p_adjusted != r.p_value:
+            details.append("Holm " + fmt_p(r.p_adjusted))
     return text + (f" ({'; '.join(details)})" if details else "")

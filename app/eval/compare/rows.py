@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
@@ -206,11 +206,43 @@ def missing_row(
 
 
 def metric_cis(planned: Sequence[tuple[str, MetricInfo, MetricPairs]]) -> dict[str, CI]:
-    """The paired bootstrap CI of every continuous metric, by metric name, drawn together
-    (:func:`app.eval.stats.significance.bootstrap_cis`: the CIs each metric's own draw gives)."""
-    continuous = [(m, mp) for m, spec, mp in planned if spec.scale != "binary" and len(mp)]
-    cis = significance.bootstrap_cis([(mp.base, mp.new) for _, mp in continuous])
-    return {m: ci for (m, _), ci in zip(continuous, cis, strict=True)}
+    """The paired bootstrap CI of Δ of every metric (rates too), by metric name, drawn
+    together (:func:`app.eval.stats.significance.bootstrap_cis`: the CIs each metric's own
+    draw gives)."""
+    drawn = [(m, mp) for m, _spec, mp in planned if len(mp)]
+    cis = significance.bootstrap_cis([(mp.base, mp.new) for _, mp in drawn])
+    return {m: ci for (m, _), ci in zip(drawn, cis, strict=True)}
+
+
+@dataclass(frozen=True)
+class Tested:
+    """A metric's paired test: its name, p-value and McNemar's discordant pairs."""
+
+    test: str
+    p: float
+    discordant: tuple[int, int] | None = None
+
+
+def metric_test(spec: MetricInfo, metric_pairs: MetricPairs) -> Tested | None:
+    """The paired test for the metric's scale (``None``: no pair to test)."""
+    if not len(metric_pairs):
+        return None
+    if spec.scale == "binary":
+        mc = significance.mcnemar_exact(metric_pairs.base, metric_pairs.new)
+        return Tested("mcnemar", mc.p_value, (mc.up, mc.down))
+    return Tested("wilcoxon", significance.wilcoxon_p(metric_pairs.base, metric_pairs.new))
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """What a row's verdict needs beyond its own pairs."""
+
+    margin: float = 0.0  # thresholds.toml [margins]
+    p_adjusted: float | None = None  # Holm across the table (None: the raw p)
+    #: True per paired case (paired-id order) whose answer is identical in both reports
+    same_answer: NDArray[np.bool_] | None = None
+    #: why the row is not measured (an offline candidate/judge), with the command
+    not_measured: str | None = None
 
 
 def metric_row(
@@ -219,33 +251,45 @@ def metric_row(
     metric_pairs: MetricPairs,
     alpha: float,
     cis: Mapping[str, CI] | None = None,
+    tested: Tested | None = None,
+    ctx: RowContext | None = None,
 ) -> MetricDelta:
     """One row: the paired Δ, the test for the metric's scale, and the verdict
-    (``cis``: the CIs :func:`metric_cis` drew; else this row's own draw)."""
+    (``cis``: the CIs :func:`metric_cis` drew, else this row's own draw; ``tested``: the
+    :func:`metric_test` already run; ``ctx``: margin, Holm-adjusted p, answers, offline)."""
+    ctx = ctx or RowContext()
     if not len(metric_pairs):
-        return missing_row(metric, spec, "neither", "no_data", "no case has a value in both")
+        reason = "no case has a value in both"
+        if metric == "latency_s":
+            reason = "no case measured in both: a cached answer carries no latency"
+        return missing_row(metric, spec, "neither", "no_data", reason)
+    tested = tested or metric_test(spec, metric_pairs)
+    assert tested is not None
     base_v, new_v = metric_pairs.base, metric_pairs.new
     bmean, nmean = _mean(base_v), _mean(new_v)
     delta = nmean - bmean
-    ci: CI | None = None
-    discordant: tuple[int, int] | None = None
+    known = cis.get(metric) if cis is not None else None
+    ci = known if known is not None else significance.bootstrap_ci(base_v, new_v)
     variance_p: float | None = None
-    if spec.scale == "binary":
-        mc = significance.mcnemar_exact(base_v, new_v)
-        test, p, discordant = "mcnemar", mc.p_value, (mc.up, mc.down)
-    else:
-        test, p = "wilcoxon", significance.wilcoxon_p(base_v, new_v)
-        known = cis.get(metric) if cis is not None else None
-        ci = known if known is not None else significance.bootstrap_ci(base_v, new_v)
+    if spec.scale != "binary":
         variance_p = significance.brown_forsythe_p(base_v, new_v)
-    bstd, nstd = _std(base_v), _std(new_v)
-    verdict, reasons, final = _verdict(metric, spec, metric_pairs, alpha, p, delta, nmean)
-    if not final and variance_p is not None and variance_p < alpha and nstd > bstd:
-        verdict = "review"
-        reasons.append(
-            f"variance up (std {bstd:.3g} → {nstd:.3g}, Brown–Forsythe {fmt_p(variance_p)})"
+    diffs = new_v - base_v
+    moved_mask = np.abs(diffs) > 1e-12
+    moved = int(np.count_nonzero(moved_mask))
+    sd_diff = _std(diffs)
+    detectable = significance.detectable_effect(sd_diff, len(metric_pairs), alpha=alpha)
+    needed = significance.cases_needed(sd_diff, ctx.margin, alpha=alpha)
+    judge_only: int | None = None
+    if spec.kind == "judge" and ctx.same_answer is not None:
+        at = (
+            np.flatnonzero(moved_mask)
+            if metric_pairs.positions is None
+            else metric_pairs.positions[moved_mask]
         )
-    return MetricDelta(
+        judge_only = int(np.count_nonzero(ctx.same_answer[at]))
+    p_adj = tested.p if ctx.p_adjusted is None else ctx.p_adjusted
+    bstd, nstd = _std(base_v), _std(new_v)
+    row = MetricDelta(
         metric=metric,
         direction=spec.direction,
         scale=spec.scale,
@@ -257,14 +301,22 @@ def metric_row(
         delta=delta,
         base_std=bstd,
         new_std=nstd,
-        test=test,
-        p_value=p,
+        test=tested.test,
+        p_value=tested.p,
         ci95=ci,
         variance_p=variance_p,
-        discordant=discordant,
-        verdict=verdict,
-        reasons=tuple(reasons),
+        discordant=tested.discordant,
+        verdict="no_data",
+        reasons=(),
+        margin=ctx.margin,
+        p_adjusted=p_adj,
+        detectable=detectable,
+        cases_needed=needed,
+        judge_only=judge_only,
+        moved=moved,
     )
+    verdict, reasons = _verdict(metric, spec, metric_pairs, alpha, row, ctx)
+    return replace(row, verdict=verdict, reasons=tuple(reasons))
 
 
 def _verdict(
@@ -272,16 +324,20 @@ def _verdict(
     spec: MetricInfo,
     metric_pairs: MetricPairs,
     alpha: float,
-    p: float,
-    delta: float,
-    nmean: float,
-) -> tuple[Verdict, list[str], bool]:
-    """The verdict rules (module docstring of :mod:`app.eval.compare`) before the variance
-    check, and whether they are final: a red line, a regression and a cost review are; the
-    variance check may still turn the others into a review."""
+    row: MetricDelta,
+    ctx: RowContext,
+) -> tuple[Verdict, list[str]]:
+    """The verdict rules (module docstring of :mod:`app.eval.compare`), in order: red line;
+    not measured (offline); judge drift; no meaningful change (CI strictly inside ±margin);
+    regression / cost review / better (Holm-adjusted p < α); a metric without a good
+    direction or a refusal rate that rose: review; a spread that grew: review; else
+    inconclusive, with the smallest detectable effect and the cases that would resolve it."""
+    assert row.delta is not None and row.ci95 is not None and row.p_adjusted is not None
+    delta, nmean, p_adj = row.delta, row.new_mean or 0.0, row.p_adjusted
+    lo, hi = row.ci95
     sign = _SIGN.get(spec.direction, 0.0)
     gain = sign * delta  # > 0: better
-    significant = p < alpha and not math.isclose(delta, 0.0, abs_tol=1e-12)
+    significant = p_adj < alpha and not math.isclose(delta, 0.0, abs_tol=1e-12)
     worse: list[str] = []
     if spec.red_line:  # the cases where ``sign * (new - base) < -1e-12``
         moved = sign * (metric_pairs.new - metric_pairs.base) < -1e-12
@@ -292,34 +348,79 @@ def _verdict(
         reasons = [f"worse on {len(worse)} case(s): {fmt_ids(worse)}"] if worse else []
         if over_limit:
             reasons.append(f"new {nmean:.3g} beyond the red line {limit}")
-        return "red_line", reasons, True
+        return "red_line", reasons
+    if ctx.not_measured is not None:
+        return "not_measured", [ctx.not_measured]
+    m = ctx.margin
+    inside = (-m < lo and hi < m) or (m == 0.0 and lo == hi == 0.0)
+    if (
+        row.judge_only is not None
+        and row.moved
+        and row.judge_only == row.moved
+        and not (inside and not significant)
+    ):
+        return "judge_drift", [
+            f"all {row.moved} moved case(s) have an identical answer in both runs: the judge "
+            "moved, not the answers (re-judge both runs with one judge, or raise "
+            "--judge-samples)"
+        ]
     if sign != 0.0 and significant and gain < 0 and spec.group in COST_GROUPS:
-        return "review", [f"{metric} worse: a cost, not a quality regression"], True
-    if sign != 0.0 and significant and gain < 0:
-        return "regression", [f"{fmt_p(p)} < α={alpha}"], True
-    if delta > 1e-12 and any(key in metric.lower() for key in REVIEW_WHEN_UP):
-        return "review", ["refusal rate up"], False
-    if sign == 0.0 and abs(delta) > 1e-12:
-        return "review", ["changed; this metric has no better direction"], False
-    better = sign != 0.0 and significant and gain > 0
-    return ("better" if better else "within_noise"), [], False
+        return "review", [f"{metric} worse: a cost, not a quality regression"]
+    if sign != 0.0 and significant and gain < 0 and not inside:
+        return "regression", [f"Holm {fmt_p(p_adj)} < α={alpha}"]
+    if not inside and delta > 1e-12 and any(key in metric.lower() for key in REVIEW_WHEN_UP):
+        return "review", ["refusal rate up"]
+    if not inside and sign == 0.0 and abs(delta) > 1e-12:
+        return "review", ["changed; this metric has no better direction"]
+    verdict: Verdict
+    if inside:  # significant or not, smaller than the margin
+        verdict, reasons = "no_change", [f"CI inside ±{_fmt_margin(row, m)}"]
+    elif sign != 0.0 and significant and gain > 0:
+        verdict, reasons = "better", []
+    else:
+        verdict, reasons = "inconclusive", [f"CI crosses ±{_fmt_margin(row, m)}"]
+        if row.detectable is not None and math.isfinite(row.detectable):
+            reasons.append(f"smallest detectable Δ {_fmt_amount(row, row.detectable)} at n={row.n}")
+        if row.cases_needed is not None:
+            reasons.append(f"≈{row.cases_needed} cases would resolve ±{_fmt_margin(row, m)}")
+    if (
+        row.variance_p is not None
+        and row.variance_p < alpha
+        and (row.new_std or 0.0) > (row.base_std or 0.0)
+    ):
+        return "review", [
+            *reasons,
+            f"variance up (std {row.base_std:.3g} → {row.new_std:.3g}, "
+            f"Brown–Forsythe {fmt_p(row.variance_p)})",
+        ]
+    return verdict, reasons
 
 
-def tag_regressions(
+def _fmt_amount(row: MetricDelta, value: float) -> str:
+    if row.scale == "binary" or row.unit == "rate":
+        return f"{value * 100:.1f} pp"
+    return f"{value:.2g}"
+
+
+def _fmt_margin(row: MetricDelta, margin: float) -> str:
+    return "0 (no margin set)" if margin == 0 else _fmt_amount(row, margin)
+
+
+def tag_tests(
     metric: str,
     spec: MetricInfo,
     metric_pairs: MetricPairs,
     tags: Mapping[str, NDArray[np.intp]],
-    alpha: float,
 ) -> list[TagRegression]:
-    """Per tag of the base cases: the metric got worse there (significant or not).
-    ``tags``: :func:`tag_positions` of the paired ids."""
+    """Per tag of the base cases: the metric's paired test on the tag's cases (every
+    tag × metric pair: the family Benjamini–Hochberg adjusts; ``significant`` and
+    ``q_value`` are set by :func:`adjust_tags`). ``tags``: :func:`tag_positions` of the
+    paired ids. A metric without a good direction or a cost metric has no breakdown."""
     sign = _SIGN.get(spec.direction, 0.0)
-    if sign == 0.0 or spec.group in COST_GROUPS:
+    if sign == 0.0 or spec.group in COST_GROUPS or not len(metric_pairs):
         return []
     base_v, new_v = metric_pairs.base, metric_pairs.new
-    if np.array_equal(base_v, new_v):
-        return []  # every tag's Δ is exactly 0: none got worse
+    unchanged = bool(np.array_equal(base_v, new_v))  # every tag's Δ is 0 and its p 1
     at: NDArray[np.intp] | None = None  # paired position → index in the metric's columns
     if metric_pairs.positions is not None:
         at = np.full(int(metric_pairs.positions.max()) + 1, -1, dtype=np.intp)
@@ -335,9 +436,9 @@ def tag_regressions(
         b, n = base_v[idx], new_v[idx]
         bmean, nmean = _mean(b), _mean(n)
         delta = nmean - bmean
-        if sign * delta >= -1e-12:
-            continue
-        if spec.scale == "binary":
+        if unchanged:
+            p = 1.0
+        elif spec.scale == "binary":
             p = significance.mcnemar_exact(b, n).p_value
         else:
             p = significance.wilcoxon_p(b, n)
@@ -350,7 +451,19 @@ def tag_regressions(
                 new_mean=nmean,
                 delta=delta,
                 p_value=p,
-                significant=p < alpha,
+                significant=False,
+                worse=sign * delta < -1e-12,
             )
         )
     return out
+
+
+def adjust_tags(tests: Sequence[TagRegression], alpha: float) -> list[TagRegression]:
+    """The tag × metric pairs that got worse, with their Benjamini–Hochberg q-values across
+    every pair tested (better and unchanged ones included) and ``significant`` = q < α."""
+    qs = significance.benjamini_hochberg([t.p_value or 1.0 for t in tests])
+    return [
+        replace(t, q_value=q, significant=q < alpha)
+        for t, q in zip(tests, qs, strict=True)
+        if t.worse
+    ]

@@ -10,24 +10,42 @@ from typing import Any, Literal
 from app.eval.compare.answers import AnswerDelta
 from app.eval.stats import significance
 
-Verdict = Literal["better", "within_noise", "review", "regression", "red_line", "no_data"]
+Verdict = Literal[
+    "better",
+    "no_change",
+    "inconclusive",
+    "judge_drift",
+    "review",
+    "regression",
+    "red_line",
+    "not_measured",
+    "no_data",
+]
 
 SYMBOL: dict[str, str] = {
     "better": "✅",
-    "within_noise": "✅",
+    "no_change": "✅",
+    "inconclusive": "⚠️",
+    "judge_drift": "⚠️",
     "review": "⚠️",
     "regression": "❌",
     "red_line": "❌",
+    "not_measured": "➖",
     "no_data": "➖",
 }
 LABEL: dict[str, str] = {
     "better": "better",
-    "within_noise": "within noise",
+    "no_change": "no meaningful change",
+    "inconclusive": "inconclusive",
+    "judge_drift": "judge drift",
     "review": "needs review",
     "regression": "significant regression",
     "red_line": "red line",
+    "not_measured": "not measured",
     "no_data": "no paired values",
 }
+#: the headline of a comparison no model measured (PR comment, ``rag prompts review``)
+UNVERIFIED = "unverified: no model ran"
 
 
 @dataclass(frozen=True)
@@ -47,11 +65,17 @@ class MetricDelta:
     new_std: float | None
     test: str  # "wilcoxon" | "mcnemar" | "none"
     p_value: float | None
-    ci95: tuple[float, float] | None
+    ci95: tuple[float, float] | None  # paired bootstrap 95 % CI of Δ (rates too)
     variance_p: float | None
     discordant: tuple[int, int] | None  # McNemar (0→1, 1→0)
     verdict: Verdict
     reasons: tuple[str, ...]
+    margin: float | None = None  # thresholds.toml [margins]: the practically relevant Δ
+    p_adjusted: float | None = None  # Holm across the table's metric rows
+    detectable: float | None = None  # smallest Δ this suite detects (α, 80 % power)
+    cases_needed: int | None = None  # cases at which the margin becomes detectable
+    judge_only: int | None = None  # judge metric: moved cases whose answer is identical
+    moved: int | None = None  # cases whose value moved
 
     @property
     def symbol(self) -> str:
@@ -69,7 +93,9 @@ class TagRegression:
     new_mean: float
     delta: float
     p_value: float | None
-    significant: bool
+    significant: bool  # Benjamini–Hochberg q < α across the whole breakdown
+    q_value: float | None = None  # the Benjamini–Hochberg adjusted p-value
+    worse: bool = True  # the metric got worse on the tag's cases
 
 
 @dataclass(frozen=True)
@@ -92,6 +118,12 @@ class Comparison:
     answers: AnswerDelta | None = None  # answers changed k of N, offline-wording note
     alpha: float = significance.ALPHA
     methods: str = significance.METHODS
+    #: why no model measured the prompt-sensitive rows (offline candidate/judge), else None
+    unverified: str | None = None
+    #: the command that would measure them
+    measure_with: str | None = None
+    judge_only: tuple[str, ...] = ()  # cases with an identical answer whose judge score moved
+    tag_tests: int = 0  # tag × metric pairs in the Benjamini–Hochberg family
 
     @property
     def has_regression(self) -> bool:
@@ -99,7 +131,7 @@ class Comparison:
 
     @property
     def needs_review(self) -> bool:
-        return any(r.verdict == "review" for r in self.rows)
+        return any(r.verdict in ("review", "inconclusive", "judge_drift") for r in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -107,6 +139,7 @@ class Comparison:
             raw["symbol"] = row.symbol
         data["has_regression"] = self.has_regression
         data["needs_review"] = self.needs_review
+        data["headline"] = UNVERIFIED if self.unverified else None
         return data
 
     def to_json(self) -> str:

@@ -87,6 +87,28 @@ def load_thresholds(suite: str, path: Path | None = None) -> ThresholdSet:
     return ThresholdSet(version, path, digest, suite, items, float(below))
 
 
+def load_margins(path: Path | None = None) -> dict[str, float]:
+    """``[margins]``: each metric's margin of practical relevance (the delta table's
+    verdicts; a metric not listed has margin 0). Raises :class:`ConfigError` on a bad entry."""
+    path = path or DEFAULT_PATH
+    try:
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read thresholds ({exc})") from None
+    raw = data.get("margins", {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: [margins] must be a table of metric = number")
+    out: dict[str, float] = {}
+    for name, value in raw.items():
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise ConfigError(
+                f"{path}: [margins] {name} must be a number >= 0 (the metric's own unit, "
+                f"rates as fractions), got {value!r}"
+            )
+        out[name] = float(value)
+    return out
+
+
 def _unevaluated(dist: Mapping[str, Any], max_errors: float) -> str | None:
     """Why a metric cannot pass: more of its cases errored than ``max_errors`` tolerates."""
     n, n_errors = int(dist.get("n", 0) or 0), int(dist.get("n_errors", 0) or 0)

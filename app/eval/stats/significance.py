@@ -20,6 +20,12 @@ Methods (printed in the comparison's footnote, see :data:`METHODS`):
 * variance: Brown–Forsythe test (``scipy.stats.levene(center="median")``). It assumes
   independent samples, which paired runs are not; it is used as a *flag* that asks a human
   to look at the distributions, never as a regression verdict on its own.
+* multiple comparisons: Holm's step-down adjustment (:func:`holm`) across the metrics of one
+  table (family-wise error), Benjamini–Hochberg (:func:`benjamini_hochberg`) across its
+  tag × metric breakdown (false-discovery rate).
+* the smallest detectable effect (:func:`detectable_effect`) and the cases a margin needs
+  (:func:`cases_needed`): the normal approximation of a paired two-sided test at
+  :data:`ALPHA` with :data:`POWER` power, from the spread of the paired differences.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ WILCOXON_ZERO_METHOD = "wilcox"
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 CI_LEVEL = 0.95
+POWER = 0.8
 
 METHODS = (
     "Continuous metrics: Wilcoxon signed-rank test on the paired per-case values "
@@ -44,7 +51,11 @@ METHODS = (
     f"bootstrap {int(CI_LEVEL * 100)} % percentile CI of Δ ({BOOTSTRAP_RESAMPLES} resamples, "
     f"seed {BOOTSTRAP_SEED}). Rates: exact McNemar test (two-sided binomial test on the "
     "discordant pairs). Variance: Brown–Forsythe test (Levene, center=median), a flag for "
-    f"review. α = {ALPHA} per metric, no multiple-comparison correction."
+    f"review. α = {ALPHA}; the metric rows' p-values are Holm-adjusted across the table's "
+    "metrics (family-wise error), the tag × metric breakdown's Benjamini–Hochberg-adjusted "
+    "across all its pairs (false-discovery rate). Margins of practical relevance: "
+    "app/eval/scoring/thresholds.toml [margins]; a detectable effect is the normal "
+    f"approximation at α = {ALPHA}, {int(POWER * 100)} % power."
 )
 
 
@@ -175,6 +186,61 @@ def brown_forsythe_p(base: Values, new: Values) -> float:
         # each group's deviations constant but different: infinitely significant in theory
         return 0.0
     return distributions.levene_deviations_p(dev_b, dev_n)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order: sorted ascending, the i-th
+    (0-based) of m is ``min(1, max over j ≤ i of (m − j) · p_(j))``."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (q-values), in the input order: sorted
+    ascending, the k-th (1-based) of m is ``min over j ≥ k of (m / j) · p_(j)``, capped at 1."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [1.0] * m
+    running = 1.0
+    for rank in range(m - 1, -1, -1):
+        i = order[rank]
+        running = min(running, m / (rank + 1) * p_values[i])
+        out[i] = min(1.0, running)
+    return out
+
+
+def _z(q: float) -> float:
+    """The standard normal quantile (``NormalDist().inv_cdf``)."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(q)
+
+
+def detectable_effect(
+    sd_diff: float, n: int, *, alpha: float = ALPHA, power: float = POWER
+) -> float:
+    """The smallest mean paired difference a two-sided test at ``alpha`` detects with
+    ``power`` over ``n`` cases whose differences spread by ``sd_diff``:
+    ``(z₁₋α/₂ + z_power) · sd / √n`` (the normal approximation)."""
+    if n <= 0:
+        return math.inf
+    return (_z(1 - alpha / 2) + _z(power)) * sd_diff / math.sqrt(n)
+
+
+def cases_needed(
+    sd_diff: float, margin: float, *, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
+    """The cases at which :func:`detectable_effect` shrinks to ``margin``: the suite size
+    that would tell a change of the margin from none (``None`` for a margin of 0)."""
+    if margin <= 0:
+        return None
+    return max(2, math.ceil(((_z(1 - alpha / 2) + _z(power)) * sd_diff / margin) ** 2))
 
 
 def mean(values: Values) -> float:

@@ -24,7 +24,7 @@ def test_answers_changed_k_of_n_lists_the_cases() -> None:
     cmp = compare_reports(base, new)
     assert cmp.answers is not None and cmp.answers.changed == ("kb-002", "kb-004")
     md = comparison_markdown(cmp)
-    assert "**Answers changed: 2 of 4** — `kb-002`, `kb-004`." in md
+    assert "**Answers changed: 2 of 4; judge-only changes: 0** — `kb-002`, `kb-004`." in md
     assert "ignores the prompt's wording" not in md  # a model's run: no baseline note
     data = json.loads(cmp.to_json())
     assert data["answers"]["changed"] == ["kb-002", "kb-004"] and data["answers"]["paired"] == 4
@@ -38,7 +38,7 @@ def test_offline_baseline_with_changed_wording_says_it_ignores_wording() -> None
         build_report(values, prompt_version="system/kb_qa_v3", **kw), ["same", "same"]
     )
     md = comparison_markdown(compare_reports(base, new))
-    assert "**Answers changed: 0 of 2**." in md
+    assert "**Answers changed: 0 of 2; judge-only changes: 0**." in md
     assert "`offline:extractive` is an offline baseline and ignores the prompt's wording" in md
     assert "(`system/kb_qa` changed)" in md and "--model local:smollm2" in md
     # the same prompt on both sides: nothing to warn about

@@ -71,7 +71,7 @@ def test_lean_comparison_equals_the_full_reports(smoke: Path, tmp_path: Path, la
     assert lean.to_dict() == full.to_dict()  # every row, p-value, CI, tag and changed answer
     assert comparison_markdown(lean) == comparison_markdown(full)
     assert lean.answers is not None and lean.answers.changed
-    assert lean.unpaired_base and lean.tag_regressions
+    assert lean.unpaired_base and lean.judge_only
 
 
 def test_cli_compare_reads_lean_and_prints_the_full_table(smoke: Path, tmp_path: Path) -> None:

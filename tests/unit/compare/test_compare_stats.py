@@ -60,7 +60,7 @@ def test_known_negative_shift_is_a_regression(make_report) -> None:  # type: ign
     )
 
 
-def test_noise_only_is_within_noise(make_report) -> None:  # type: ignore[no-untyped-def]
+def test_noise_only_is_no_meaningful_change(make_report) -> None:  # type: ignore[no-untyped-def]
     base = judge_scores(5)
     rng = random.Random(6)
     new = list(base)
@@ -70,7 +70,8 @@ def test_noise_only_is_within_noise(make_report) -> None:  # type: ignore[no-unt
     r = row(cmp, "faithfulness")
     assert r.p_value == pytest.approx(float(stats.wilcoxon(new, base).pvalue), rel=1e-12)
     assert r.p_value > 0.05
-    assert r.verdict == "within_noise" and r.symbol == "✅"
+    assert r.ci95 is not None and r.ci95[0] > -0.15 and r.ci95[1] < 0.15  # inside the margin
+    assert r.verdict == "no_change" and r.symbol == "✅"
 
 
 def test_pure_variance_change_is_flagged_with_unchanged_mean(make_report) -> None:  # type: ignore[no-untyped-def]
@@ -146,7 +147,9 @@ def test_refusal_rate_up_needs_review(make_report) -> None:  # type: ignore[no-u
     r = row(cmp, "refusal_rate")
     assert r.verdict == "review"
     md = comparison_markdown(cmp)
-    assert "| refusal_rate | 12.5% | 17.5% | +5.0 pp (2↑ 0↓) | ⚠️ needs review" in md
+    line = next(x for x in md.splitlines() if x.startswith("| refusal_rate |"))
+    assert line.startswith("| refusal_rate | 12.5% | 17.5% | +5.0 pp [")
+    assert "(2↑ 0↓) | ⚠️ needs review" in line
 
 
 def test_cases_pair_by_id_and_unpaired_are_listed(make_report) -> None:  # type: ignore[no-untyped-def]
@@ -190,7 +193,7 @@ def test_tag_regressions_listed_under_the_table(make_report) -> None:  # type: i
     hr = cmp.tag_regressions[0]
     assert hr.significant and hr.n == 20
     assert hr.p_value == pytest.approx(float(stats.wilcoxon(new[20:], base[20:]).pvalue))
-    assert "Regressions by tag** (significant" in comparison_markdown(cmp)
+    assert "Regressions by tag** (Benjamini–Hochberg q < α" in comparison_markdown(cmp)
     assert "| hr | faithfulness | 20 |" in comparison_markdown(cmp)
 
 
@@ -283,7 +286,7 @@ def test_refusal_rate_is_derived_from_refused_flags(make_report) -> None:  # typ
         make_report({"faithfulness": scores}, refused=base_ref),
         make_report({"faithfulness": scores}, refused=base_ref),
     )
-    assert row(same, "refusal_rate").verdict == "within_noise"
+    assert row(same, "refusal_rate").verdict == "no_change"
 
 
 def test_degenerate_samples_give_defined_p_values_without_warnings() -> None:

@@ -63,8 +63,15 @@ def test_diff_prompt_kb_qa_v1_v2_offline(tmp_path: Path) -> None:
     rows = {r["metric"]: r for r in data["rows"]}
     # retrieval does not depend on the prompt: identical on both sides
     for metric in ("hit_rate", "mrr", "ndcg"):
-        assert rows[metric]["delta"] == 0.0 and rows[metric]["verdict"] == "within_noise"
+        assert rows[metric]["delta"] == 0.0 and rows[metric]["verdict"] == "no_change"
     assert rows["acl_leak"]["verdict"] != "red_line"
+    # no model answered: every answer-read row is "not measured", never ✅
+    for metric in ("faithfulness", "correctness", "citation_accuracy", "refusal_rate"):
+        if metric in rows:
+            assert rows[metric]["verdict"] == "not_measured", rows[metric]
+            assert "offline:extractive" in rows[metric]["reasons"][0]
+    assert data["headline"] == "unverified: no model ran"
+    assert "rag eval diff-prompt system/kb_qa v1 v2 --suite smoke --model" in data["measure_with"]
 
 
 def test_unknown_version_is_refused(tmp_path: Path) -> None:
