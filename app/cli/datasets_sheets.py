@@ -72,15 +72,17 @@ def import_cmd(
     from app.eval.datasets.commits import git_saves
     from app.eval.datasets.messages import resolve_lang, say
     from app.eval.datasets.sheets import read_sheet, rows_to_jsonl
+    from app.eval.datasets.store import Write, commit, digest, locked, read_file
     from app.eval.datasets.versions import (
         CHANGELOG_STUB,
-        append_changelog,
-        append_note,
         author,
+        changelog_write,
         is_released,
         next_version_name,
         raise_versions,
         released_cases,
+        with_entry,
+        with_note,
     )
     from app.paths import datasets_dir, kb_dir
     from app.retrieval.kb import load_kb
@@ -115,46 +117,64 @@ def import_cmd(
         ctx.exit(1)
     if warnings:
         click.echo(say("sheet.warnings", code, n=warnings))
-    versions = available_suites(folder).get(suite)
-    newest = versions[-1][1] if versions else None
-    if out is None and newest is not None and newest.read_text(encoding="utf-8") == text:
-        click.echo(say("sheet.identical", code, n=len(cases), name=newest.name))
-        return
-    if raised:
-        click.echo(
-            say("sheet.raised", code, ids="、".join(raised) if code == "zh" else ", ".join(raised))
-        )
-    draft = out is None and newest is not None and not released(newest)
-    if draft and versions and newest is not None:
-        (major, minor), _ = versions[-1]
-        tmp = newest.with_name(f".{newest.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-        os.replace(tmp, newest)  # the draft is not released: it is updated, not copied
-        line = note or f"imported `{file.name}` (`rag datasets import`)"
-        append_note(folder, suite, f"{major}.{minor}", line, who=author())
-        click.echo(say("sheet.wrote", code, target=newest, n=len(cases)))
-        return
-    if out is not None:
-        target, title = out, None
-    elif versions:
-        (major, minor), _ = versions[-1]
-        name, version = next_version_name(suite, major, minor, False)
-        target, title = folder / name, f"{suite} v{version}"
-    else:
-        target, title = folder / f"{suite}_v1.0.jsonl", f"{suite} v1.0"
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
-    try:
-        os.link(tmp, target)  # never replaces a file
-    except FileExistsError:
-        raise DatasetError(f"{target}: already exists — nothing written") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    if title is not None:
+    with locked(folder):  # the newest file read and the next one written as one step
+        versions = available_suites(folder).get(suite)
+        newest = versions[-1][1] if versions else None
+        current = read_file(newest) if newest is not None else b""
+        if out is None and newest is not None and current == text.encode("utf-8"):
+            click.echo(say("sheet.identical", code, n=len(cases), name=newest.name))
+            return
+        if raised:
+            click.echo(
+                say(
+                    "sheet.raised",
+                    code,
+                    ids="、".join(raised) if code == "zh" else ", ".join(raised),
+                )
+            )
+        draft = out is None and newest is not None and not released(newest)
+        if draft and versions and newest is not None:
+            (major, minor), _ = versions[-1]
+            line = note or f"imported `{file.name}` (`rag datasets import`)"
+            version = f"{major}.{minor}"
+            edit = lambda t: with_note(t, suite, version, line, who=author())  # noqa: E731
+            # the draft is not released: it is updated, not copied (with its CHANGELOG note)
+            commit(
+                folder,
+                [
+                    Write(newest, text.encode("utf-8"), digest(current)),
+                    changelog_write(folder, edit),
+                ],
+            )
+            click.echo(say("sheet.wrote", code, target=newest, n=len(cases)))
+            return
+        if out is not None:
+            tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+            tmp.write_text(text, encoding="utf-8", newline="\n")
+            try:
+                os.link(tmp, out)  # never replaces a file
+            except FileExistsError:
+                raise DatasetError(f"{out}: already exists — nothing written") from None
+            finally:
+                tmp.unlink(missing_ok=True)
+            click.echo(say("sheet.wrote", code, target=out, n=len(cases)))
+            return
+        if versions:
+            (major, minor), _ = versions[-1]
+            name, version = next_version_name(suite, major, minor, False)
+            target, title = folder / name, f"{suite} v{version}"
+        else:
+            target, title = folder / f"{suite}_v1.0.jsonl", f"{suite} v1.0"
+        if os.path.lexists(target):
+            raise DatasetError(f"{target}: already exists — nothing written")
         day = dt.datetime.now(dt.UTC).date().isoformat()
-        append_changelog(
+        head = f"{title} — {day} — {author()}"
+        body = f"imported from `{file.name}` (`rag datasets import`).\n\n- {note or CHANGELOG_STUB}"
+        commit(
             folder,
-            f"{title} — {day} — {author()}",
-            f"imported from `{file.name}` (`rag datasets import`).\n\n- {note or CHANGELOG_STUB}",
+            [
+                Write(target, text.encode("utf-8"), None),  # never replaces a file
+                changelog_write(folder, lambda t: with_entry(t, head, body)),
+            ],
         )
     click.echo(say("sheet.wrote", code, target=target, n=len(cases)))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.eval.datasets.case import iter_lines
+from app.eval.datasets.store import read_file
 
 MINING_FIELDS = frozenset(
     {
@@ -88,8 +89,9 @@ def candidate_path(folder: Path | None, name: str) -> Path:
 
 def read_objects(path: Path) -> tuple[list[dict[str, Any]], str]:
     """A JSONL file's objects, as the editor shows them (a line that is no JSON object:
-    ``{"__raw__": line}``; blank lines skipped), and the file's sha256."""
-    data = path.read_bytes()
+    ``{"__raw__": line}``; blank lines skipped), and the file's sha256. A FIFO, device or
+    folder named like one is refused (:class:`~app.safe_io.UnsafeInput`), never opened."""
+    data = read_file(path)
     cases: list[dict[str, Any]] = []
     for _, line in iter_lines(data.decode("utf-8", errors="replace")):
         if not line.strip():

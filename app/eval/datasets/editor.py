@@ -39,16 +39,16 @@ Mined candidates (``rag datasets mine``; :mod:`app.eval.datasets.candidates`):
 * ``POST /api/accept`` — the reviewed candidates ``ids`` into ``suite`` through the save
   above (refused, line by line, while one has an error), then marked accepted in F.
 
-A file is *released* when the base branch has it (:meth:`GitSaves.released`; outside a git
-work tree: every file that this server did not create). Writes go to a temporary file and
-``os.replace``; a new version file is created with ``os.link`` so that it never replaces one
-that appeared meanwhile.
+A file is *released* when the base branch has it (:meth:`GitSaves.released`, even a draft this
+server created; outside a git work tree: every file that this server did not create). Every
+write goes through :mod:`app.eval.datasets.store`: under the folder's cross-process lock, a
+compare-and-swap on the file's sha256, the version file and its CHANGELOG entry as one step;
+a new version file never replaces one that appeared meanwhile.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import threading
@@ -65,14 +65,16 @@ from app.eval.datasets.hints import hint, label
 from app.eval.datasets.issues import CheckResult, Sink, show
 from app.eval.datasets.items import parse_lists
 from app.eval.datasets.messages import Lang, say
+from app.eval.datasets.store import Conflict, Write, commit, digest, locked, read_file
 from app.eval.datasets.versions import (
-    append_changelog,
-    append_note,
     author,
+    changelog_write,
     is_released,
     next_version_name,
     raise_versions,
     released_cases,
+    with_entry,
+    with_note,
 )
 from app.retrieval.kb import KnowledgeBase, can_read
 
@@ -83,10 +85,6 @@ PAGE = Path(__file__).with_name("editor_page.html")
 
 #: a route from a wing above: (query, JSON body or None) -> (HTTP status, JSON data or HTML)
 Route = Callable[[dict[str, str], Any], tuple[int, Any]]
-
-
-class Conflict(Exception):
-    """The file on disk is not the one the page loaded."""
 
 
 @dataclass
@@ -108,10 +106,13 @@ class EditorState:
 
     # ------------------------------------------------------------------ reading
     def released(self, path: Path) -> bool:
-        if os.path.realpath(path) in self.created:
-            return False
+        """In a git work tree: the base branch has the file (a draft this server created and
+        that was committed there since is released too). Outside one: every file this server
+        did not create."""
         if self.git is not None:
             return self.git.released(path)
+        if os.path.realpath(path) in self.created:
+            return False
         return is_released(path)
 
     def released_cases(self, suite: str) -> dict[str, dict[str, Any]]:
@@ -314,8 +315,8 @@ class EditorState:
         note: str,
     ) -> dict[str, Any]:
         """Candidates ``ids`` (as reviewed in ``cases``) into ``suite``, then marked accepted."""
-        with self.lock:
-            path = cands.candidate_path(self.candidates, name)
+        path = cands.candidate_path(self.candidates, name)
+        with self.lock, locked(path.parent):
             if cands.read_objects(path)[1] != base:
                 raise Conflict(say("conflict.review", self.lang, name=name, then="accept"))
             chosen = [
@@ -358,8 +359,8 @@ class EditorState:
         """Write the page's review of candidate file ``name`` back into it without accepting
         anything: the edited candidates, and those ``reject`` marked rejected (``note`` is the
         reason, required). Accepted candidates keep their line as on disk."""
-        with self.lock:
-            path = cands.candidate_path(self.candidates, name)
+        path = cands.candidate_path(self.candidates, name)
+        with self.lock, locked(path.parent):
             on_disk, sha = cands.read_objects(path)
             if sha != base:
                 raise Conflict(say("conflict.review", self.lang, name=name, then="save"))
@@ -382,7 +383,10 @@ class EditorState:
 
     # ------------------------------------------------------------------ saving
     def save(self, suite: str, cases: list[dict[str, Any]], base: str, note: str) -> dict[str, Any]:
-        with self.lock:
+        """Write ``cases`` as ``suite`` if its newest file still has the sha256 ``base``: the
+        next version (a released file) or the draft, and the CHANGELOG entry, in one step
+        under the folder's lock (:mod:`app.eval.datasets.store`), then the expert's commit."""
+        with self.lock, locked(self.folder):
             result = self.validate(suite, cases)
             if result.errors:
                 return {"saved": False, "issues": issues(result, self.lang)}
@@ -396,70 +400,60 @@ class EditorState:
             if self.git is not None and expert is None:
                 return {"saved": False, "need_expert": True, "issues": []}
             source = self.newest(suite)
-            current = hashlib.sha256(source.read_bytes()).hexdigest()
-            if current != base:
+            if digest(read_file(source)) != base:
                 raise Conflict(say("conflict.suite", self.lang, name=source.name))
             raised = raise_versions(cases, self.released_cases(suite))
-            text = self.render(cases, source)
+            data = self.render(cases, source).encode("utf-8")
             who = expert.name if expert is not None else (self.who or author())
             if self.released(source):
                 parsed = available_suites(self.folder)[suite][-1][0]
                 name, version = next_version_name(suite, parsed[0], parsed[1], False)
                 target = self.folder / name
-                _create(target, text)
-                self.created.add(os.path.realpath(target))
                 day = dt.datetime.now(dt.UTC).date().isoformat()
-                append_changelog(
-                    self.folder,
-                    f"{suite} v{version} — {day} — {who}",
+                title = f"{suite} v{version} — {day} — {who}"
+                body = (
                     f"minor: copied from `{source.name}` and edited in `rag datasets edit`.\n\n"
-                    f"- {note.strip()}",
+                    f"- {note.strip()}"
                 )
+                commit(
+                    self.folder,
+                    [
+                        Write(target, data, None),
+                        changelog_write(self.folder, lambda t: with_entry(t, title, body)),
+                    ],
+                )
+                self.created.add(os.path.realpath(target))
             else:
                 target = source
-                _replace(target, text)
                 parts = parse_file_name(target.name)
                 version = f"{parts[1]}.{parts[2]}" if parts else ""
-                append_note(self.folder, suite, version, note, who=who)  # every save's note
-            data = target.read_bytes()
+                edit = lambda t: with_note(t, suite, version, note, who=who)  # noqa: E731
+                commit(self.folder, [Write(target, data, base), changelog_write(self.folder, edit)])
             out: dict[str, Any] = {
                 "saved": True,
                 "file": target.name,
-                "sha256": hashlib.sha256(data).hexdigest(),
+                "sha256": digest(data),
                 "issues": issues(result, self.lang),
                 "raised": raised,
                 "cases": cases,
             }
             if self.git is not None and expert is not None:
                 try:
-                    commit = self.git.commit(
+                    commit_ = self.git.commit(
                         expert, suite, version, [target, self.folder / "CHANGELOG.md"], note
                     )
                     out["commit"] = {
-                        "branch": commit.branch,
-                        "sha": commit.sha,
-                        "author": commit.author,
+                        "branch": commit_.branch,
+                        "sha": commit_.sha,
+                        "author": commit_.author,
                     }
                 except GitError as exc:  # the file is saved; the commit is left to the expert
                     out["commit_error"] = str(exc)
             return out
 
 
-def _create(target: Path, text: str) -> None:
-    """Write a new file atomically; never replace one that exists (even one made meanwhile)."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    _write(tmp, text)
-    try:
-        os.link(tmp, target)
-    except FileExistsError:
-        raise Conflict(
-            f"{target.name} appeared on disk meanwhile — reload and save again"
-        ) from None
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _replace(target: Path, text: str) -> None:
+    """A candidate file (``reports/candidates/``, outside the datasets folder) rewritten."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     _write(tmp, text)
     os.replace(tmp, target)

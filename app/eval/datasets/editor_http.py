@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from app.errors import UserError
 from app.eval.datasets import candidates as cands
 from app.eval.datasets.commits import GitError, git_saves
 from app.eval.datasets.editor import PAGE, Conflict, EditorState, Route, issues
@@ -113,6 +114,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})
         except KeyError as exc:
             self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite or candidate file {exc}"})
+        except UserError as exc:  # a FIFO or device named like a suite, a file over its limit
+            self._json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": str(exc)})
 
     def do_POST(self) -> None:
         if not self._host_ok():
@@ -196,6 +199,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.CONFLICT, {"saved": False, "error": str(exc)})
         except KeyError as exc:
             self._json(HTTPStatus.NOT_FOUND, {"error": f"no suite or candidate file {exc}"})
+        except UserError as exc:  # a FIFO or device named like a suite, a file over its limit
+            self._json(HTTPStatus.UNPROCESSABLE_ENTITY, {"saved": False, "error": str(exc)})
 
     def _expert(self, body: dict[str, Any]) -> None:
         """Store who the expert is (asked once; kept in the checkout's git config)."""

@@ -22,6 +22,7 @@ from typing import Any
 from app.errors import DatasetError
 from app.eval.datasets.candidates import read_objects
 from app.eval.datasets.case import CHANGELOG_STUB, available_suites
+from app.eval.datasets.store import Write, commit, digest, locked, read_file
 from app.paths import datasets_dir
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "append_note",
     "author",
     "case_version",
+    "changelog_write",
     "content_changed",
     "is_released",
     "needs_new_version",
@@ -37,6 +39,8 @@ __all__ = [
     "next_version_name",
     "raise_versions",
     "released_cases",
+    "with_entry",
+    "with_note",
 ]
 
 
@@ -128,19 +132,30 @@ def next_version_name(name: str, major: int, minor: int, bump_major: bool) -> tu
     return f"{name}_v{version}.jsonl", version
 
 
-def append_changelog(folder: Path, title: str, body: str) -> None:
-    """Append ``## title`` + ``body`` to ``folder/CHANGELOG.md`` (created when missing)."""
-    path = folder / "CHANGELOG.md"
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Golden datasets — changelog\n"
-    _write_changelog(path, old.rstrip("\n") + f"\n\n## {title}\n\n{body.rstrip()}\n")
+def changelog_path(folder: Path) -> Path:
+    return folder / "CHANGELOG.md"
 
 
-def append_note(folder: Path, suite: str, version: str, note: str, *, who: str = "") -> None:
-    """Add ``- note`` to the CHANGELOG.md entry of ``suite v<version>`` (a later save of the
+def read_changelog(folder: Path) -> tuple[str, str | None]:
+    """The CHANGELOG.md text (empty when missing) and its sha256 (``None`` when missing) —
+    the ``base`` of its :class:`~app.eval.datasets.store.Write`."""
+    path = changelog_path(folder)
+    if not os.path.lexists(path):
+        return "", None
+    data = read_file(path, "CHANGELOG.md")
+    return data.decode("utf-8", errors="replace"), digest(data)
+
+
+def with_entry(text: str, title: str, body: str) -> str:
+    """``text`` (a CHANGELOG.md; empty: a new one) with ``## title`` + ``body`` appended."""
+    old = text or "# Golden datasets — changelog\n"
+    return old.rstrip("\n") + f"\n\n## {title}\n\n{body.rstrip()}\n"
+
+
+def with_note(text: str, suite: str, version: str, note: str, *, who: str = "") -> str:
+    """``text`` with ``- note`` added to the entry of ``suite v<version>`` (a later save of the
     same draft): the stub line, if still there, becomes the note. Without an entry, one is
     added. Every save's note reaches the CHANGELOG this way."""
-    path = folder / "CHANGELOG.md"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
     heading = re.compile(
         rf"(?m)^## (?:.*[ ,])?{re.escape(suite)}[ _]v{re.escape(version)}(?![\w.]).*$"
     )
@@ -148,8 +163,7 @@ def append_note(folder: Path, suite: str, version: str, note: str, *, who: str =
     line = f"- {note.strip() or CHANGELOG_STUB}"
     if found is None:
         day = dt.datetime.now(dt.UTC).date().isoformat()
-        append_changelog(folder, f"{suite} v{version} — {day} — {who or author()}", line)
-        return
+        return with_entry(text, f"{suite} v{version} — {day} — {who or author()}", line)
     nxt = re.compile(r"(?m)^## ").search(text, found.end())
     end = nxt.start() if nxt else len(text)
     section = text[found.start() : end]
@@ -158,13 +172,27 @@ def append_note(folder: Path, suite: str, version: str, note: str, *, who: str =
         section = section.replace(stub, line, 1)
     else:
         section = section.rstrip("\n") + f"\n{line}\n" + ("\n" if nxt else "")
-    _write_changelog(path, text[: found.start()] + section + text[end:])
+    return text[: found.start()] + section + text[end:]
 
 
-def _write_changelog(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def changelog_write(folder: Path, edit: Callable[[str], str]) -> Write:
+    """The store write that applies ``edit`` to the folder's CHANGELOG.md as it is now
+    (call under :func:`~app.eval.datasets.store.locked`)."""
+    text, sha = read_changelog(folder)
+    return Write(changelog_path(folder), edit(text).encode("utf-8"), sha)
+
+
+def append_changelog(folder: Path, title: str, body: str) -> None:
+    """Append ``## title`` + ``body`` to ``folder/CHANGELOG.md`` (created when missing)."""
+    with locked(folder):
+        commit(folder, [changelog_write(folder, lambda t: with_entry(t, title, body))])
+
+
+def append_note(folder: Path, suite: str, version: str, note: str, *, who: str = "") -> None:
+    """Add ``- note`` to the CHANGELOG.md entry of ``suite v<version>`` (:func:`with_note`)."""
+    with locked(folder):
+        edit = lambda t: with_note(t, suite, version, note, who=who)  # noqa: E731
+        commit(folder, [changelog_write(folder, edit)])
 
 
 def new_version(
@@ -178,24 +206,26 @@ def new_version(
 ) -> Path:
     """Copy the newest file of suite ``name`` to the next version; return the new path."""
     folder = root or datasets_dir()
-    suites = available_suites(folder)
-    versions = suites.get(name)
-    if not versions:
-        known = ", ".join(sorted(suites)) or "none"
-        raise DatasetError(f"suite '{name}' not found in {folder} — known suites: {known}")
-    (cur_major, cur_minor), source = versions[-1]
-    file_name, version = next_version_name(name, cur_major, cur_minor, major)
-    target = folder / file_name
-    try:
-        with target.open("xb") as fh:  # never overwrites
-            fh.write(source.read_bytes())
-    except FileExistsError:
-        raise DatasetError(f"{target}: already exists — edit it, or pass --major") from None
-    day = (today or dt.datetime.now(dt.UTC).date()).isoformat()
-    kind = "major" if major else "minor"
-    append_changelog(
-        folder,
-        f"{name} v{version} — {day} — {who or author()}",
-        f"{kind}: copied from `{source.name}`.\n\n- {note or CHANGELOG_STUB}",
-    )
+    with locked(folder):  # the newest version read and the next one written as one step
+        suites = available_suites(folder)
+        versions = suites.get(name)
+        if not versions:
+            known = ", ".join(sorted(suites)) or "none"
+            raise DatasetError(f"suite '{name}' not found in {folder} — known suites: {known}")
+        (cur_major, cur_minor), source = versions[-1]
+        file_name, version = next_version_name(name, cur_major, cur_minor, major)
+        target = folder / file_name
+        if os.path.lexists(target):
+            raise DatasetError(f"{target}: already exists — edit it, or pass --major")
+        day = (today or dt.datetime.now(dt.UTC).date()).isoformat()
+        kind = "major" if major else "minor"
+        title = f"{name} v{version} — {day} — {who or author()}"
+        body = f"{kind}: copied from `{source.name}`.\n\n- {note or CHANGELOG_STUB}"
+        commit(
+            folder,
+            [
+                Write(target, read_file(source), None),
+                changelog_write(folder, lambda t: with_entry(t, title, body)),
+            ],
+        )
     return target
