@@ -30,6 +30,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("app.cli.report", "Render a JSON report as HTML or markdown."),
     "shadow": ("app.cli.shadow", "Replay logged questions through a candidate prompt/model."),
     "feedback": ("app.cli.feedback", "Record a user's thumbs up/down on a logged answer."),
+    "ops": ("app.cli.ops", "Live traffic: compare a staged rollout's arms (ab)."),
     "view": ("app.cli.view", "Browse runs, cases, compares and trends on 127.0.0.1."),
 }
 

@@ -1,4 +1,5 @@
-"""``rag prompts``: list, show, render, check, new, rollback, lock, prune, test (+ review).
+"""``rag prompts``: list, show, render, check, new, rollback, lock, prune, test (+ review,
+canary, rollout: :mod:`app.cli.prompts_rollout`).
 
 Exit codes: 0 ok, 1 a check failed, 2 bad input (a :class:`~app.errors.UserError`).
 Every command takes ``--root DIR`` to work on another prompts tree.
@@ -23,22 +24,32 @@ from app.llm.types import coerce_history
 F = TypeVar("F", bound=Callable[..., Any])
 
 # lazily imported sub-commands written elsewhere: name -> module defining `cli`
+# ("module:attr" for another name than `cli`)
 _LAZY: dict[str, tuple[str, str]] = {
     "review": ("app.cli.prompts_review", "Review a prompt change (diff, checks, metric deltas)."),
+    "canary": (
+        "app.cli.prompts_rollout:canary_cmd",
+        "Staged rollout of a version (seed 004 §4.3).",
+    ),
+    "rollout": ("app.cli.prompts_rollout:rollout_group", "Where each staged rollout stands."),
 }
 
 
 class PromptsGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        lazy = [n for n, (mod, _) in _LAZY.items() if importlib.util.find_spec(mod) is not None]
+        lazy = [
+            n
+            for n, (mod, _) in _LAZY.items()
+            if importlib.util.find_spec(mod.partition(":")[0]) is not None
+        ]
         return sorted([*super().list_commands(ctx), *lazy])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in _LAZY:
-            module_name = _LAZY[cmd_name][0]
+            module_name, _, attr = _LAZY[cmd_name][0].partition(":")
             if importlib.util.find_spec(module_name) is None:
                 return None
-            command = getattr(importlib.import_module(module_name), "cli", None)
+            command = getattr(importlib.import_module(module_name), attr or "cli", None)
             return command if isinstance(command, click.Command) else None
         return super().get_command(ctx, cmd_name)
 
@@ -336,12 +347,14 @@ def rollback(name: str, root: Path | None) -> None:
 
 
 @cli.command("lock")
+@click.argument("versions", nargs=-1)
 @root_option
-def lock_cmd(root: Path | None) -> None:
-    """Record the content hash of every released version in prompts.lock."""
+def lock_cmd(versions: tuple[str, ...], root: Path | None) -> None:
+    """Record the content hash of every released version in prompts.lock (and of VERSIONS
+    named, e.g. system/kb_qa_v3: a candidate to roll out with `rag prompts canary`)."""
     from app.generation.registry.authoring import lock
 
-    hashes, changed = lock(_registry(root))
+    hashes, changed = lock(_registry(root), versions)
     click.echo(f"prompts.lock: {len(hashes)} released versions locked")
     for qid in changed:
         click.echo(f"  locked {qid}  {hashes[qid]}")

@@ -22,6 +22,7 @@ from app.errors import UserError
 from app.generation.pipeline.answer_log import (  # the writer's records
     AnswerRecord,
     FeedbackRecord,
+    LoggedArm,
     LoggedTurn,
     parse_ts,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "AnswerLog",
     "AnswerRecord",
     "FeedbackRecord",
+    "LoggedArm",
     "LoggedTurn",
     "parse_ts",
     "read_answer_log",

@@ -82,6 +82,13 @@ class LoggedTurn(_Record):
     content: str
 
 
+class LoggedArm(_Record):
+    """The arm a prompt under a staged rollout served (trace's ``ArmChoice``, as logged)."""
+
+    arm: Literal["control", "candidate", "pinned"]
+    version: str  # qualified, e.g. system/kb_qa_v3
+
+
 class AnswerRecord(_Record):
     """One ``"event": "answer"`` line. Fields an older line lacks are ``None`` (or, for
     ``refused``, derived from ``mode`` and ``rejected`` as the pipeline then did)."""
@@ -112,6 +119,13 @@ class AnswerRecord(_Record):
     injection: str = "none"
     tokens: dict[str, int] = Field(default_factory=dict)
     cost_usd: float | None = None
+    user: str | None = None  # the user or session id the rollout arms were chosen by
+    arm: Literal["control", "candidate", "pinned"] = "control"  # before arms: all control
+    arms: dict[str, LoggedArm] = Field(default_factory=dict)  # prompt id -> arm and version
+
+    def arm_of(self, prompt_id: str) -> LoggedArm | None:
+        """The arm ``prompt_id`` served this answer (None: it was not under a rollout)."""
+        return self.arms.get(prompt_id)
 
     @model_validator(mode="before")
     @classmethod
@@ -163,6 +177,9 @@ def answer_record(answer: Answer, history: Sequence[Message]) -> AnswerRecord:
         injection=trace.injection.action,
         tokens=trace.tokens.model_dump(),
         cost_usd=trace.cost_usd,
+        user=trace.user,
+        arm=trace.arm,
+        arms={k: LoggedArm(arm=v.arm, version=v.version) for k, v in trace.arms.items()},
     )
 
 

@@ -24,7 +24,7 @@ import logging
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -85,6 +85,7 @@ class _Run:
 
     sample_index: int = 0
     cost: float | None = None
+    specs: dict[str, PromptSpec] = field(default_factory=dict)  # rollout arms: id -> version
     history: tuple[Message, ...] = ()  # the conversation before the question (answer log)
     # token counts summed as plain ints (the trace's TokenUsage is built once, at the end)
     input: int = 0
@@ -149,6 +150,7 @@ class Pipeline:
             disambiguate_prompt=self.config.disambiguate_prompt,
         )
         self._planned = frozenset(self.planned_prompts())
+        self._planned_ids = tuple(dict.fromkeys(pid for pid, _model in self._planned))
         for prompt_id, _model in self._planned:  # fail fast on a typo, naming it
             self.registry.get(prompt_id)
         if self.config.log_answers:
@@ -208,7 +210,7 @@ class Pipeline:
     async def _call(
         self, run: _Run, model: str, prompt_id: str, variables: Mapping[str, str], **kw: Any
     ) -> tuple[str, str]:
-        rp = self._render(prompt_id, model, variables)
+        rp = self._render(prompt_id, model, variables, spec=run.specs.get(prompt_id))
         request = rp.to_request(**kw)
         completion = await self.engine.generate(model, request, sample_index=run.sample_index)
         run.account(completion)
@@ -264,13 +266,16 @@ class Pipeline:
         user_acl: Iterable[str] | str = ("public",),
         *,
         sample_index: int = 0,
+        user: str | None = None,
     ) -> Answer:
         """Answer ``question`` for a reader holding ``user_acl`` (a group or groups; everyone
         also holds ``public``). ``history`` is the conversation before the question, oldest
-        first; ``sample_index`` is passed to the engine (repeated samples of one case)."""
+        first; ``sample_index`` is passed to the engine (repeated samples of one case); ``user``
+        (user/session id) picks the rollout arms (:meth:`PromptRegistry.arms_for`)."""
         started = time.perf_counter()
         cfg = self.config
         run = _Run(sample_index=sample_index)
+        run.specs, arms = self.registry.arms_for(self._planned_ids, user)
         check_question(question)  # documented limits, before any (linear) work
         turns = coerce_history(history)
         check_history([t.content for t in turns])
@@ -300,6 +305,7 @@ class Pipeline:
                 },
                 "prompt_versions": {},
                 "injection": injection,
+                **arms,
             }
 
         # 1. injection defence: the question, every history turn (retrieved chunks: step 3)
@@ -367,7 +373,7 @@ class Pipeline:
             return self._finish(trace, "no_hits", reply, [], run, started)
         trace["context_chunk_ids"] = asm.chunk_ids
         prompt_id = self._prompt_for(asm)
-        spec = self.registry.get(prompt_id)
+        spec = run.specs.get(prompt_id) or self.registry.get(prompt_id)
         variables = self._variables(
             spec.variables, spec.user_template, rw.rewritten, asm, lang, spec.prompt_id
         )

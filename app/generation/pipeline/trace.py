@@ -125,6 +125,13 @@ class TokenUsage(_Record):
     cached_calls: int = 0
 
 
+class ArmChoice(_Record):
+    """The arm a prompt under rollout served this user, and the version it stands for."""
+
+    arm: Literal["control", "candidate", "pinned"]
+    version: str  # qualified, e.g. system/kb_qa_v3
+
+
 class Trace(_Record):
     trace_id: str
     created_at: str  # UTC ISO 8601
@@ -152,6 +159,10 @@ class Trace(_Record):
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     cost_usd: float | None = None
     latency_ms: float = 0.0
+    user: str | None = None  # the user or session id the arms were chosen by
+    # "candidate" when any prompt served its rollout candidate, "pinned" under RAG_PROMPT_PIN
+    arm: Literal["control", "candidate", "pinned"] = "control"
+    arms: dict[str, ArmChoice] = Field(default_factory=dict)  # prompt id -> arm (rollouts, pins)
 
     def used_prompt_versions(self) -> set[str]:
         """The qualified prompt versions this answer rendered (answer, rewrite, summary, …)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from app.generation.registry.releases import (
     released,
 )
 from app.generation.registry.render import RenderedPrompt, render_spec
+from app.generation.registry.rollout import Arm, arm_for
 from app.generation.registry.rules import RULES, Violation
 from app.llm.types import Message
 from app.safe_io import is_dir
@@ -109,6 +110,38 @@ class PromptRegistry:
         if rel is not None and rel.active is not None and rel.active in versions:
             return rel.active
         return max(versions)
+
+    def choose(self, prompt_id: str, subject: str | None) -> tuple[PromptSpec, Arm]:
+        """The version ``prompt_id`` serves to ``subject`` (a user or session id) and its arm:
+        ``pinned`` (``RAG_PROMPT_PIN``), ``candidate`` (in a rollout's share of users) or
+        ``control`` (the active version); see :mod:`app.generation.registry.rollout`."""
+        versions = self._specs.get(prompt_id)
+        if versions and prompt_id in parse_pins():
+            return versions[self.active_version(prompt_id)], "pinned"
+        arm, version = arm_for(self.release(prompt_id), subject)
+        if versions and version is not None and version in versions:
+            return versions[version], arm
+        return self.get(prompt_id), "control"
+
+    def arms_for(
+        self, prompt_ids: Iterable[str], subject: str | None
+    ) -> tuple[dict[str, PromptSpec], dict[str, Any]]:
+        """For the prompts under a rollout or a pin among ``prompt_ids``: the version each
+        serves ``subject``, and the answer log's ``user``, ``arm`` (``candidate`` when any
+        prompt served its candidate, ``pinned`` under a pin) and ``arms`` fields."""
+        specs: dict[str, PromptSpec] = {}
+        arms: dict[str, dict[str, str]] = {}
+        pins = parse_pins()
+        for prompt_id in prompt_ids:
+            rel = self.release(prompt_id)
+            if (rel is None or rel.rollout is None) and prompt_id not in pins:
+                continue
+            spec, arm = self.choose(prompt_id, subject)
+            specs[prompt_id] = spec
+            arms[prompt_id] = {"arm": arm, "version": spec.qualified}
+        chosen = {a["arm"] for a in arms.values()}
+        overall = next((a for a in ("pinned", "candidate") if a in chosen), "control")
+        return specs, {"user": subject, "arm": overall, "arms": arms}
 
     def get(self, name: str) -> PromptSpec:
         """``system/kb_qa`` (active version) or ``system/kb_qa_v2`` (exact version)."""

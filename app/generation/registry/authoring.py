@@ -8,27 +8,36 @@ import re
 import subprocess
 import tomllib
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from app.errors import PromptError
 from app.generation.registry import PromptRegistry
+from app.generation.registry.checks import rollout_problems
 from app.generation.registry.header import HEADER_KEYS
 from app.generation.registry.loader import PromptSpec
 from app.generation.registry.releases import (
     RELEASES_FILE,
+    Release,
+    Rollout,
     add_release,
     parse_version,
     set_active,
+    set_fallback,
+    set_rollout,
+    utc_iso,
     write_lock,
 )
+from app.generation.registry.rollout import Stage, plan_of
 from app.paths import datasets_dir
 
 PRUNE_AFTER_DAYS = 30
+_NAMED_VERSION = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*_v[1-9][0-9]*$")
 
 
-def lock(reg: PromptRegistry) -> tuple[dict[str, str], list[str]]:
-    """Record the hash of every released (active or fallback) version; keep earlier entries
+def lock(reg: PromptRegistry, extra: tuple[str, ...] = ()) -> tuple[dict[str, str], list[str]]:
+    """Record the hash of every released (active, fallback or rollout candidate) version;
+    keep earlier entries
     whose files still exist. Returns the new lock and the ids newly added or changed."""
     hashes = {qid: h for qid, h in reg.lock.items() if _exists(reg, qid)}
     changed: list[str] = []
@@ -36,13 +45,28 @@ def lock(reg: PromptRegistry) -> tuple[dict[str, str], list[str]]:
         rel = reg.release(pid)
         if rel is None:
             continue
-        for ver in {rel.active, rel.fallback} - {None}:
+        candidate = rel.rollout.candidate if rel.rollout is not None else None
+        for ver in {rel.active, rel.fallback, candidate} - {None}:
             spec = reg.versions(pid).get(ver or 0)
             if spec is None:
                 continue
             if hashes.get(spec.qualified) != spec.content_hash:
                 changed.append(spec.qualified)
             hashes[spec.qualified] = spec.content_hash
+    for name in extra:  # versions named to release them as a rollout candidate
+        if _NAMED_VERSION.match(name.strip()) is None:
+            raise PromptError(f"{name!r}: name an exact version, e.g. system/kb_qa_v3")
+        spec = reg.get(name)
+        bad = [v for v in reg.module(spec).violations]
+        if bad:
+            codes = ", ".join(sorted({v.code for v in bad}))
+            raise PromptError(
+                f"{spec.qualified} has violations ({codes}); fix them (`rag prompts check`) "
+                "before locking it"
+            )
+        if hashes.get(spec.qualified) != spec.content_hash:
+            changed.append(spec.qualified)
+        hashes[spec.qualified] = spec.content_hash
     write_lock(reg.root, hashes)
     return hashes, sorted(changed)
 
@@ -248,3 +272,76 @@ def prune(
 
 def days_ago(n: int, today: date | None = None) -> date:
     return (today or date.today()) - timedelta(days=n)
+
+
+# -- staged rollout (seed 004 §4.3) ------------------------------------------------------------
+
+
+def _rollout_release(reg: PromptRegistry, name: str) -> Release:
+    pid = re.sub(r"_v\d+$", "", name.strip())
+    if pid not in reg.prompt_ids():
+        raise PromptError(f"unknown prompt {pid!r}; known prompts: {', '.join(reg.prompt_ids())}")
+    rel = reg.releases.entries.get(pid)
+    if rel is None or rel.active is None:
+        raise PromptError(
+            f"{pid} has no releases.toml entry with an active version; a rollout needs one "
+            "(`rag prompts new` writes it)"
+        )
+    return rel
+
+
+def start_rollout(
+    reg: PromptRegistry, name: str, version: int, now: datetime
+) -> tuple[Release, Rollout, str | None, str | None]:
+    """Start serving ``version`` of ``name`` at the plan's first stage. Refused (every reason
+    at once) for an unreleasable, unlocked or model-incompatible version."""
+    rel = _rollout_release(reg, name)
+    pid = rel.prompt_id
+    plan = plan_of(reg.releases)
+    if rel.rollout is not None:
+        raise PromptError(
+            f"{pid} is already rolling out v{rel.rollout.candidate} (stage {rel.rollout.stage}); "
+            f"move it with --promote, or end it with --abort first"
+        )
+    if reg.lock_problem is not None:
+        raise PromptError(reg.lock_problem)
+    modules = {m.version: m for m in reg.modules if f"{m.category}/{m.slug}" == pid}
+    problems = rollout_problems(pid, version, modules, reg.lock, rel.active)
+    if problems:
+        raise PromptError(f"refusing to roll out {pid}_v{version}:\n  - " + "\n  - ".join(problems))
+    rollout = Rollout(version, plan[0].name, plan[0].percent, utc_iso(now))
+    old, new = set_rollout(reg.root, pid, rollout)
+    return rel, rollout, old, new
+
+
+def move_rollout(
+    reg: PromptRegistry, name: str, stage: Stage, now: datetime
+) -> tuple[Rollout, str | None, str | None]:
+    rel = _rollout_release(reg, name)
+    assert rel.rollout is not None
+    rollout = Rollout(rel.rollout.candidate, stage.name, stage.percent, utc_iso(now))
+    old, new = set_rollout(reg.root, rel.prompt_id, rollout)
+    return rollout, old, new
+
+
+def abort_rollout(reg: PromptRegistry, name: str) -> tuple[Release, str | None]:
+    rel = _rollout_release(reg, name)
+    if rel.rollout is None:
+        raise PromptError(f"{rel.prompt_id} has no rollout under way; nothing to abort")
+    old, _ = set_rollout(reg.root, rel.prompt_id, None)
+    return rel, old
+
+
+def promote_candidate(reg: PromptRegistry, name: str) -> tuple[Release, list[tuple[str, str]]]:
+    """The candidate becomes active, the old active its fallback, the rollout line goes:
+    ``rag prompts rollback`` stays the one-line switch back."""
+    rel = _rollout_release(reg, name)
+    assert rel.rollout is not None and rel.active is not None
+    pid, old_active = rel.prompt_id, rel.active
+    changes = [
+        set_active(reg.root, pid, rel.rollout.candidate),
+        set_fallback(reg.root, pid, old_active),
+    ]
+    old, _ = set_rollout(reg.root, pid, None)
+    changes.append((old or "", ""))
+    return rel, changes

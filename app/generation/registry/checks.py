@@ -15,6 +15,7 @@ from app.errors import ConfigError
 from app.generation.registry.header import HEADER_KEYS
 from app.generation.registry.loader import LoadedModule, fixture_variables, placeholders
 from app.generation.registry.releases import LOCK_FILE, RELEASES_FILE, Releases, released
+from app.generation.registry.rollout import plan_of, stage_index
 from app.generation.registry.rules import Violation
 
 
@@ -223,6 +224,7 @@ def check_tree(
                         f"{pid}_v{ver} is released ({key}) but not in {LOCK_FILE}",
                     )
                 )
+    out += _check_rollouts(by_id, releases, lock)
     for mods in by_id.values():
         for mod in mods.values():
             locked = lock.get(f"{mod.category}/{mod.slug}_v{mod.version}")
@@ -321,3 +323,79 @@ def _exists_at(root: Path, rev: str, prefix: str, rel: str) -> bool:
     except ConfigError:
         return False
     return True
+
+
+def rollout_problems(
+    pid: str,
+    candidate: int,
+    versions: dict[int, LoadedModule],
+    lock: dict[str, str],
+    active: int | None,
+) -> list[str]:
+    """Why ``candidate`` may not be served to users as a rollout of ``pid``: no module, a
+    module with violations (not releasable), not locked or changed since, the active version
+    itself, or not written for a model the active version serves."""
+    qid = f"{pid}_v{candidate}"
+    module = versions.get(candidate)
+    if module is None or module.spec is None:
+        return [f"{qid} has no loadable module"]
+    problems: list[str] = []
+    if candidate == active:
+        problems.append(f"{qid} is already the active version")
+    own = sorted({v.code for v in module.violations})
+    if own:
+        problems.append(f"{qid} is not releasable: {', '.join(own)} (run `rag prompts check`)")
+    locked = lock.get(qid)
+    if locked is None:
+        problems.append(f"{qid} is not locked (run `rag prompts lock` after review)")
+    elif locked != module.content_hash:
+        problems.append(f"{qid} changed since it was locked")
+    current = versions.get(active or 0)
+    if current is not None and current.spec is not None:
+        lost = [m for m in current.spec.applicable_models if m not in module.spec.applicable_models]
+        if lost:
+            problems.append(
+                f"{qid} is not written for {', '.join(lost)}, which v{active} serves "
+                "(model-incompatible: add them to APPLICABLE_MODELS or keep the canary off)"
+            )
+        if module.spec.variables - current.spec.variables - {"chat_history"}:
+            extra = sorted(module.spec.variables - current.spec.variables)
+            problems.append(f"{qid} needs variables v{active} is not given: {', '.join(extra)}")
+    return problems
+
+
+def _check_rollouts(
+    by_id: dict[str, dict[int, LoadedModule]], releases: Releases, lock: dict[str, str]
+) -> list[Violation]:
+    rolling = {pid: rel for pid, rel in releases.entries.items() if rel.rollout is not None}
+    if not rolling:
+        return []
+    try:
+        plan = plan_of(releases)
+    except ValueError as exc:
+        return [Violation("P030", RELEASES_FILE, None, str(exc))]
+    out: list[Violation] = []
+    for pid, rel in sorted(rolling.items()):
+        rollout = rel.rollout
+        assert rollout is not None
+        line = rollout.line or rel.line
+        for problem in rollout_problems(
+            pid, rollout.candidate, by_id.get(pid, {}), lock, rel.active
+        ):
+            out.append(Violation("P030", RELEASES_FILE, line, f"{pid} rollout: {problem}"))
+        try:
+            stage = plan[stage_index(plan, rollout)]
+        except ValueError as exc:
+            out.append(Violation("P030", RELEASES_FILE, line, f"{pid}: {exc}"))
+            continue
+        if stage.percent != rollout.percent:
+            out.append(
+                Violation(
+                    "P030",
+                    RELEASES_FILE,
+                    line,
+                    f"{pid}: rollout.percent = {rollout.percent:g} but stage {stage.name} "
+                    f"serves {stage.percent:g} %",
+                )
+            )
+    return out

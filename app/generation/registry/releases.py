@@ -14,6 +14,16 @@ version) and the ``RAG_PROMPT_PIN`` environment override.
 
 Both are written by line edits so a rollback is a one-line diff.
 
+A staged rollout (seed 004 §4.3) is one more line in the prompt's table, an inline table::
+
+    rollout = { candidate = "v3", stage = "canary", percent = 1.0, since = "2026-12-05T07:00:00Z" }
+
+``candidate`` is served to ``percent`` % of users (chosen by a stable hash of the user id,
+:mod:`app.generation.registry.rollout`), everyone else gets ``active``. Starting, moving and
+aborting a rollout each change that one line; promotion sets ``active`` to the candidate,
+``fallback`` to the old active and removes the line. The ladder of stages is the default plan
+of :mod:`~app.generation.registry.rollout`, or a top-level ``[rollout]`` table's ``stages``.
+
 A prompt with a single version needs no ``releases.toml`` entry: it is released as
 ``active = fallback = v1`` (:func:`released`). That version is the only possible choice for
 both, so an entry naming it twice would carry no information; seed 004's red line (every
@@ -29,6 +39,7 @@ import re
 import tomllib
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from app.errors import ConfigError
@@ -42,17 +53,69 @@ _VERSION_RE = re.compile(r"^v([1-9][0-9]*)$")
 
 
 @dataclass(frozen=True)
+class Rollout:
+    """A candidate version served to ``percent`` % of users since ``since`` (UTC ISO)."""
+
+    candidate: int
+    stage: str
+    percent: float
+    since: str
+    line: int | None = None  # line of the ``rollout = {…}`` entry
+
+
+@dataclass(frozen=True)
 class Release:
     prompt_id: str
     active: int | None
     fallback: int | None
     line: int | None  # line of the [prompts."…"] table header
+    rollout: Rollout | None = None
 
 
 @dataclass(frozen=True)
 class Releases:
     entries: dict[str, Release]
     problems: tuple[tuple[int | None, str], ...] = ()
+    plan: tuple[dict[str, object], ...] | None = None  # [rollout] stages, unvalidated
+
+
+def parse_since(text: str) -> datetime:
+    """A UTC ISO timestamp (``2026-12-05T07:00:00Z``); ValueError naming the problem."""
+    value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def utc_iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _rollout(pid: str, table: object, line: int | None) -> tuple[Rollout | None, str | None]:
+    """The ``rollout`` inline table of ``pid``, or the problem with it."""
+    if not isinstance(table, dict):
+        return None, f'{pid}: rollout must be an inline table {{ candidate = "v3", … }}'
+    candidate = parse_version(table.get("candidate"))
+    if candidate is None:
+        return (
+            None,
+            f'{pid}: rollout.candidate = {table.get("candidate")!r} is not a version like "v3"',
+        )
+    stage = table.get("stage")
+    if not isinstance(stage, str) or not stage:
+        return None, f'{pid}: rollout.stage must be a stage name (e.g. "canary")'
+    percent = table.get("percent")
+    if isinstance(percent, bool) or not isinstance(percent, int | float) or not 0 <= percent <= 100:
+        return None, f"{pid}: rollout.percent = {percent!r} must be a number from 0 to 100"
+    since = table.get("since")
+    try:
+        if not isinstance(since, str):
+            raise ValueError("not a string")
+        parse_since(since)
+    except ValueError:
+        return (
+            None,
+            f'{pid}: rollout.since = {since!r} is not a UTC time like "2026-12-05T07:00:00Z"',
+        )
+    return Rollout(candidate, stage, float(percent), since, line), None
 
 
 def released(releases: Releases, prompt_id: str, versions: Collection[int]) -> Release | None:
@@ -88,10 +151,17 @@ def read_releases(root: Path) -> Releases:
     except RecursionError:
         return Releases({}, ((None, f"{RELEASES_FILE} is nested too deeply to parse"),))
     header_lines: dict[str, int] = {}
+    rollout_lines: dict[str, int] = {}
+    current: str | None = None
     for i, line in enumerate(text.splitlines(), start=1):
         m = re.match(r'^\s*\[prompts\."([^"]+)"\]\s*$', line)
         if m:
             header_lines[m.group(1)] = i
+            current = m.group(1)
+        elif line.lstrip().startswith("["):
+            current = None
+        elif current is not None and re.match(r"^\s*rollout\s*=", line):
+            rollout_lines[current] = i
     entries: dict[str, Release] = {}
     problems: list[tuple[int | None, str]] = []
     prompts = data.get("prompts", {})
@@ -108,8 +178,21 @@ def read_releases(root: Path) -> Releases:
                 problems.append(
                     (hline, f'{pid}: {key} = {table[key]!r} is not a version like "v2"')
                 )
-        entries[pid] = Release(pid, active, fallback, hline)
-    return Releases(entries, tuple(problems))
+        rollout: Rollout | None = None
+        if "rollout" in table:
+            rline = rollout_lines.get(pid, hline)
+            rollout, problem = _rollout(pid, table["rollout"], rline)
+            if problem:
+                problems.append((rline, problem))
+        entries[pid] = Release(pid, active, fallback, hline, rollout)
+    plan = data.get("rollout", {})
+    stages = plan.get("stages") if isinstance(plan, dict) else None
+    if plan and not (
+        isinstance(stages, list) and stages and all(isinstance(s, dict) for s in stages)
+    ):
+        problems.append((None, "[rollout] stages must be a list of tables {name, percent, …}"))
+        stages = None
+    return Releases(entries, tuple(problems), tuple(stages) if stages else None)
 
 
 def read_lock(root: Path) -> dict[str, str]:
@@ -158,26 +241,86 @@ def parse_pins(value: str | None = None) -> dict[str, int]:
     return pins
 
 
-def set_active(root: Path, prompt_id: str, version: int) -> tuple[str, str]:
-    """Rewrite the one ``active = …`` line of ``prompt_id``; return (old line, new line)."""
-    path = root / RELEASES_FILE
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    in_table = False
+def _table_span(lines: list[str], prompt_id: str) -> tuple[int, int] | None:
+    """[first, end) line indexes of ``[prompts."<prompt_id>"]``'s body (after its header)."""
+    start: int | None = None
     for i, line in enumerate(lines):
         header = re.match(r'^\s*\[prompts\."([^"]+)"\]\s*$', line)
-        if header:
-            in_table = header.group(1) == prompt_id
-            continue
-        if line.lstrip().startswith("["):
-            in_table = False
-        if in_table and re.match(r"^\s*active\s*=", line):
+        if start is None:
+            if header and header.group(1) == prompt_id:
+                start = i + 1
+        elif line.lstrip().startswith("["):
+            end = i
+            while end > start and not lines[end - 1].strip():  # keep the blank separator
+                end -= 1
+            return start, end
+    if start is None:
+        return None
+    end = len(lines)
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return start, end
+
+
+def _set_version(root: Path, prompt_id: str, key: str, version: int) -> tuple[str, str]:
+    path = root / RELEASES_FILE
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    span = _table_span(lines, prompt_id)
+    for i in range(*(span or (0, 0))):
+        line = lines[i]
+        if re.match(rf"^\s*{key}\s*=", line):
             ending = "\n" if line.endswith("\n") else ""
             new = re.sub(r"=\s*\"[^\"]*\"", f'= "v{version}"', line.rstrip("\n")) + ending
             old = lines[i]
             lines[i] = new
             path.write_text("".join(lines), encoding="utf-8")
             return old.rstrip("\n"), new.rstrip("\n")
-    raise ConfigError(f'{path}: no `active = ...` line under [prompts."{prompt_id}"]')
+    raise ConfigError(f'{path}: no `{key} = ...` line under [prompts."{prompt_id}"]')
+
+
+def set_active(root: Path, prompt_id: str, version: int) -> tuple[str, str]:
+    """Rewrite the one ``active = …`` line of ``prompt_id``; return (old line, new line)."""
+    return _set_version(root, prompt_id, "active", version)
+
+
+def set_fallback(root: Path, prompt_id: str, version: int) -> tuple[str, str]:
+    """Rewrite the one ``fallback = …`` line of ``prompt_id``; return (old line, new line)."""
+    return _set_version(root, prompt_id, "fallback", version)
+
+
+def rollout_line(rollout: Rollout) -> str:
+    return (
+        f'rollout = {{ candidate = "v{rollout.candidate}", stage = "{rollout.stage}", '
+        f'percent = {rollout.percent:g}, since = "{rollout.since}" }}'
+    )
+
+
+def set_rollout(
+    root: Path, prompt_id: str, rollout: Rollout | None
+) -> tuple[str | None, str | None]:
+    """Write, replace or (``None``) remove the one ``rollout = {…}`` line of ``prompt_id``;
+    return (old line, new line), ``None`` for a side that does not exist."""
+    path = root / RELEASES_FILE
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    span = _table_span(lines, prompt_id)
+    if span is None:
+        raise ConfigError(
+            f'{path}: no [prompts."{prompt_id}"] table; add one with `rag prompts new`'
+        )
+    new = rollout_line(rollout) if rollout is not None else None
+    at = next((i for i in range(*span) if re.match(r"^\s*rollout\s*=", lines[i])), None)
+    old = lines[at].rstrip("\n") if at is not None else None
+    if at is not None and new is None:
+        del lines[at]
+    elif at is not None and new is not None:
+        lines[at] = new + "\n"
+    elif new is not None:
+        end = span[1]
+        if end and not lines[end - 1].endswith("\n"):
+            lines[end - 1] += "\n"
+        lines.insert(end, new + "\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return old, new
 
 
 def add_release(root: Path, prompt_id: str, version: int) -> str:

@@ -143,6 +143,11 @@ _RULES: tuple[Rule, ...] = (
         "Replace the TODO line under 变更摘要 / Changes with what changed in this version and why.",
     ),
     Rule(
+        "P030",
+        "rollout-invalid",
+        "Serve only a checked, locked version written for the active version's models, at its stage's percentage; or end the rollout with `rag prompts canary <id> --abort`.",
+    ),
+    Rule(
         "P027",
         "baseline-mismatch",
         "Copy the recorded numbers (reports/baselines/…) into the header, or record the report the header quotes.",
