@@ -38,6 +38,7 @@ def _when(text: str | None, flag: str) -> datetime | None:
 )
 @click.option("--since", default=None, metavar="UTC", help="Window start (default: first answer).")
 @click.option("--until", default=None, metavar="UTC", help="Window end (default: last answer).")
+@click.option("--candidate", default=None, help="The candidate version, e.g. system/kb_qa_v3.")
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @click.option("--trend", is_flag=True, help="Also print the hourly looks (👎 rate per arm).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -46,6 +47,7 @@ def ab(
     prompt_id: str,
     since: str | None,
     until: str | None,
+    candidate: str | None,
     alpha: float,
     trend: bool,
     as_json: bool,
@@ -58,7 +60,12 @@ def ab(
 
     log = read_answer_log(answer_log)
     cmp = compare_arms(
-        log, prompt_id, since=_when(since, "--since"), until=_when(until, "--until"), alpha=alpha
+        log,
+        prompt_id,
+        since=_when(since, "--since"),
+        until=_when(until, "--until"),
+        alpha=alpha,
+        candidate=candidate,
     )
     if as_json:
         click.echo(json.dumps(cmp.to_dict(), ensure_ascii=False, indent=2))

@@ -116,7 +116,7 @@ def _evidence(
     answers = candidate_answers(log, pid, qualified, since)
     regressions: tuple[str, ...] = ()
     if answers:
-        cmp = compare_arms(log, pid, since=since, until=now, alpha=alpha)
+        cmp = compare_arms(log, pid, since=since, until=now, alpha=alpha, candidate=qualified)
         regressions = cmp.regressions
     return Evidence(answers=answers, regressions=regressions)
 

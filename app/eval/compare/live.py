@@ -157,7 +157,7 @@ class _Rows:
 
 
 def _rows(
-    log: AnswerLog, prompt_id: str, start: datetime, end: datetime
+    log: AnswerLog, prompt_id: str, start: datetime, end: datetime, candidate: str | None
 ) -> tuple[_Rows, list[AnswerRecord]]:
     picked: list[tuple[AnswerRecord, int]] = []
     versions: dict[str, set[str]] = {"control": set(), "candidate": set()}
@@ -167,6 +167,8 @@ def _rows(
             continue
         when = rec.when
         if when < start or when > end:
+            continue
+        if arm.arm == "candidate" and candidate is not None and arm.version != candidate:
             continue
         side = 1 if arm.arm == "candidate" else 0
         versions[arm.arm].add(arm.version)
@@ -285,9 +287,11 @@ def compare_arms(
     until: datetime | None = None,
     alpha: float = sequential.ALPHA,
     look_every: timedelta = LOOK_EVERY,
+    candidate: str | None = None,
 ) -> LiveComparison:
     """The arms of ``prompt_id``'s rollout compared on the log's window (default: its first
-    to its last answer), looked at every ``look_every``."""
+    to its last answer), looked at every ``look_every``; ``candidate`` (a qualified version)
+    when the window holds more than one."""
     if not 0 < alpha < 1:
         raise UserError(f"--alpha {alpha}: must be between 0 and 1")
     served = [a for a in log.answers if a.arm_of(prompt_id) is not None]
@@ -302,7 +306,21 @@ def compare_arms(
     end = until or max(a.when for a in served)
     if end <= start:
         raise UserError(f"the window {start.isoformat()} … {end.isoformat()} is empty")
-    rows, _ = _rows(log, prompt_id, start, end)
+    candidates = sorted(
+        {
+            arm.version
+            for a in served
+            if (arm := a.arm_of(prompt_id)) is not None
+            and arm.arm == "candidate"
+            and start <= a.when <= end
+        }
+    )
+    if candidate is None and len(candidates) > 1:
+        raise UserError(
+            f"{log.path}: the window holds {len(candidates)} candidates of {prompt_id} "
+            f"({', '.join(candidates)}) — choose one with --candidate, or narrow --since/--until"
+        )
+    rows, _ = _rows(log, prompt_id, start, end, candidate)
     n_units = int(rows.unit.max()) + 1 if rows.unit.size else 0
     span = (end - start).total_seconds()
     step = look_every.total_seconds()
@@ -317,8 +335,8 @@ def compare_arms(
         trend: dict[str, dict[str, float | None]] = {}
         for spec in METRICS:
             values = _values(rows, spec.key, at)
-            control, candidate = _unit_means(rows, values, mask, n_units)
-            est, n_pair, n_unpair = estimate(control, candidate)
+            control_means, candidate_means = _unit_means(rows, values, mask, n_units)
+            est, n_pair, n_unpair = estimate(control_means, candidate_means)
             last[spec.key] = (est, n_pair, n_unpair)
             if spec.key in ("thumbs_down_rate", "refusal_rate"):
                 trend[spec.key] = {

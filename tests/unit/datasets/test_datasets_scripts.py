@@ -45,6 +45,7 @@ CHEAP_ARGS: dict[str, list[str]] = {
         "--help"
     ],  # its sub-commands need a git history / a report: tests/unit/workflows
     "make_sample_answer_log.py": ["--out", "sample-answers.jsonl"],
+    "simulate_traffic.py": ["--out", "simulated-answers.jsonl", "--users", "100"],
     "bench_feedback.py": ["--rounds", "1", "--cases", "2"],
     # needs a pull request and a token (tests/unit/workflows/test_approvals.py): its start only
     "check_approvals.py": ["--help"],
