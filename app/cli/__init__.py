@@ -26,7 +26,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("app.cli.eval", "Run evaluation suites, compare reports, record baselines."),
     "ask": ("app.cli.ask", "Ask the RAG pipeline one question and print answer + trace."),
     "judge": ("app.cli.judge", "Judge governance: calibrate a judge against human labels."),
-    "kb": ("app.cli.kb", "The knowledge base: list chunk ids with heading, ACL, first line."),
+    "kb": (
+        "app.cli.kb",
+        "The knowledge base: list chunk ids with heading, ACL, first line; embed them.",
+    ),
     "report": ("app.cli.report", "Render a JSON report as HTML or markdown."),
     "shadow": ("app.cli.shadow", "Replay logged questions through a candidate prompt/model."),
     "feedback": ("app.cli.feedback", "Record a user's thumbs up/down on a logged answer."),

