@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None, engine: Generator | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from app.llm.spec import parse_provider
+    from app.llm.providers.families import parse_provider
 
     try:
         spec = parse_provider(args.provider)

@@ -64,6 +64,7 @@ BAD_CITE_INDEX = 5  # the approval question: invalid_citations set to [7] (synth
 
 async def _answers(log_dir: Path) -> list[dict[str, object]]:
     os.environ["RAG_LOG_DIR"] = str(log_dir)
+    import app.baselines  # noqa: F401  (registers offline:extractive)
     from app.generation.pipeline.config import PipelineConfig
     from app.generation.pipeline.generator import Pipeline
     from app.llm.engine import Engine, EngineConfig

@@ -48,6 +48,9 @@ class LazyGroup(click.Group):
         entry = _COMMANDS.get(cmd_name)
         if entry is None:
             return None
+        # every command reads model strings: the offline baselines register their family
+        # (through the public register_provider seam) before any option is parsed
+        importlib.import_module("app.baselines")
         module = importlib.import_module(entry[0])
         command = getattr(module, "cli", None)
         if not isinstance(command, click.Command):  # pragma: no cover - programming error

@@ -102,7 +102,7 @@ def cli(
     from app.generation.pipeline.generator import Pipeline
     from app.limits import check_question
     from app.llm.engine import Engine, EngineConfig, invalid_text
-    from app.llm.spec import parse_provider
+    from app.llm.providers.families import parse_provider
     from app.retrieval.kb import ACL_GROUPS
 
     if not question.strip():

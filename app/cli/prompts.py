@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from app.cli import options
 from app.errors import ConfigError, PromptError, UserError
 from app.generation.registry import PromptRegistry, PromptSpec, build_registry, default_root
 from app.llm.types import coerce_history
@@ -210,6 +211,7 @@ def _read_json(path: Path, what: str, limit_name: str) -> Any:
 )
 @click.option("--temperature", type=float, default=0.0, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True)
+@options.allow_unlisted_model
 @root_option
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON; 'request' is the exact body sent."
@@ -223,6 +225,7 @@ def render_cmd(
     chat_format: str,
     temperature: float,
     max_tokens: int,
+    allow_unlisted_model: bool,
     root: Path | None,
     as_json: bool,
 ) -> None:
@@ -244,10 +247,17 @@ def render_cmd(
         raise ConfigError(f"--history {history}: expected a JSON list of {{role, content}}")
     messages = coerce_history(turns, source=f"--history {history}")
     rp = _registry(root).render(
-        name, model=model, variables=variables, history=messages, chat_format=chat_format
+        name,
+        model=model,
+        variables=variables,
+        history=messages,
+        chat_format=chat_format,
+        allow_unlisted=allow_unlisted_model,
     )
     request = rp.to_request(temperature=temperature, max_tokens=max_tokens)
     if as_json:
+        from app.llm.providers import request_payload
+
         provider = rp.provider
         _echo_json(
             {
@@ -260,7 +270,7 @@ def render_cmd(
                 "provider_inferred": rp.ref is None or rp.ref.provider is None,
                 "prompt_text": rp.prompt_text,
                 # exactly the body that provider sends (default sampling; no key, no headers)
-                "request": rp.wire(request),
+                "request": request_payload(provider, request),
             }
         )
         return

@@ -45,7 +45,7 @@ def cli(
     from app.generation.pipeline.config import PipelineConfig
     from app.generation.pipeline.generator import Pipeline
     from app.llm.engine import Engine, EngineConfig
-    from app.llm.spec import parse_model
+    from app.llm.providers.families import parse_model
     from app.ops.logs import read_answer_log
     from app.ops.shadow import markdown, replay, write_report
     from app.paths import reports_dir

@@ -15,6 +15,8 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+import app.baselines  # noqa: F401  (registers offline:extractive / offline:reference-judge)
+
 DEFAULT_MODEL = "offline:extractive"
 DEFAULT_JUDGE = "offline:reference-judge"
 #: what sets a run's status and exit code (app.eval.report.status): every threshold, or only

@@ -5,9 +5,10 @@ Public names (imported lazily, so ``import app.llm.types`` stays cheap)::
     from app.llm import Engine, EngineConfig, EngineStats, ProviderSpec, parse_provider
     from app.llm import ModelRef, parse_model    # the one model-string parser
 
-Provider strings: ``anthropic:<model>``, ``openai:<model>[@<base_url>]``,
-``offline:extractive``, ``offline:reference-judge``, a family added with
-``app.llm.providers.register_provider`` (see :mod:`app.llm.spec`).
+Provider strings: ``anthropic:<model>``, ``openai:<model>[@<base_url>]``, ``local:<model>``,
+a family added with ``app.llm.providers.register_provider`` (the offline baselines add
+``offline:extractive`` and ``offline:reference-judge`` that way). The families are one table,
+:mod:`app.llm.providers.families`, read by the one parser next to it.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ _EXPORTS = {
     "EngineStats": "app.llm.engine",
     "ModelRef": "app.llm.spec",
     "ProviderSpec": "app.llm.spec",
-    "parse_model": "app.llm.spec",
-    "parse_provider": "app.llm.spec",
+    "parse_model": "app.llm.providers.families",
+    "parse_provider": "app.llm.providers.families",
 }
 
 

@@ -41,6 +41,7 @@ from app.llm.engine_stats import EngineStats
 from app.llm.limits import Limiter
 from app.llm.pricing import cost_usd
 from app.llm.providers import Provider, create_provider
+from app.llm.providers.families import parse_provider
 from app.llm.recording import (
     CallRecord,
     completion_digest,
@@ -50,7 +51,7 @@ from app.llm.recording import (
     recording,
 )
 from app.llm.retry import RetryBudget, RetryPolicy
-from app.llm.spec import ProviderSpec, parse_provider
+from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest, Completion
 from app.redact import install_log_redaction
 from app.wellformed import REPLACEMENT, scrub

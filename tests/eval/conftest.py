@@ -54,7 +54,7 @@ import pytest
 
 from app.eval.config import DEFAULT_JUDGE, DEFAULT_MODEL, RunConfig
 from app.eval.run.runner import RunOutcome, run_sync
-from app.llm.spec import parse_provider
+from app.llm.providers.families import parse_provider
 from app.paths import reports_dir
 
 

@@ -1,33 +1,30 @@
-"""Register test providers for a while: the provider tables are restored afterwards."""
+"""Register test providers for a while: the family table is restored afterwards."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from app.llm import spec as spec_module
-from app.llm.providers import _TABLE, Factory, register_provider
+from app.generation.registry.render import RenderedPrompt
+from app.llm.providers import Factory, families, register_provider, request_payload
 
 
 @contextmanager
 def registered(providers: dict[str, Factory], *, base_url: bool = False) -> Iterator[None]:
     """``register_provider(key, factory, base_url=…)`` for each item, undone on exit
-    (families, offline models, base-URL families, the class table, the parser's cache)."""
-    saved = (
-        dict(spec_module.FAMILIES),
-        spec_module.OFFLINE_MODELS,
-        spec_module.BASE_URL_FAMILIES,
-        dict(_TABLE),
-    )
+    (the one family table and the parser's cache)."""
+    saved = dict(families.FAMILIES)
     try:
         for key, factory in providers.items():
             register_provider(key, factory, base_url=base_url)
         yield
     finally:
-        spec_module.FAMILIES.clear()
-        spec_module.FAMILIES.update(saved[0])
-        spec_module.OFFLINE_MODELS = saved[1]
-        spec_module.BASE_URL_FAMILIES = saved[2]
-        _TABLE.clear()
-        _TABLE.update(saved[3])
-        spec_module.parse_model.cache_clear()
+        families.FAMILIES.clear()
+        families.FAMILIES.update(saved)
+        families.parse_model.cache_clear()
+
+
+def wire(rp: RenderedPrompt) -> dict[str, Any]:
+    """The body ``rp``'s provider sends with the default sampling parameters."""
+    return request_payload(rp.provider, rp.to_request())

@@ -14,6 +14,7 @@ from app.generation.registry import PromptSpec, build_registry, default_root
 from app.generation.registry.chat_formats import FORMATS
 from app.generation.registry.loader import fixture_variables
 from app.generation.registry.render import RenderedPrompt, render_spec
+from tests.support.registry import wire
 
 REGISTRY = build_registry(default_root())
 HISTORY = (
@@ -70,19 +71,19 @@ def _check_structure(
             assert rp.system is not None and value in rp.system, name
     # the system prompt once, in the place the format puts it
     if rp.provider.offline:  # an in-process provider receives the request itself
-        assert rp.payload["system"] == rp.system
-        assert [m[0] for m in rp.payload["messages"]] == [m.role for m in rp.messages]
-        assert rp.payload["variables"] == dict(rp.variables)
+        assert wire(rp)["system"] == rp.system
+        assert [m[0] for m in wire(rp)["messages"]] == [m.role for m in rp.messages]
+        assert wire(rp)["variables"] == dict(rp.variables)
     elif rp.chat_format == "openai":
-        roles = [m["role"] for m in rp.payload["messages"]]
+        roles = [m["role"] for m in wire(rp)["messages"]]
         assert roles.count("system") == (1 if rp.system is not None else 0)
         if rp.system is not None:
             assert roles[0] == "system"
     elif rp.chat_format == "anthropic":
-        assert all(m["role"] != "system" for m in rp.payload["messages"])
+        assert all(m["role"] != "system" for m in wire(rp)["messages"])
         if rp.system is not None:
-            assert rp.payload["system"][0]["text"] == rp.system
-            assert rp.payload["system"][0]["cache_control"] == {"type": "ephemeral"}
+            assert wire(rp)["system"][0]["text"] == rp.system
+            assert wire(rp)["system"][0]["cache_control"] == {"type": "ephemeral"}
     elif rp.chat_format == "llama2":
         text = rp.prompt_text
         assert text is not None and text.startswith("<s>[INST] ")

@@ -247,7 +247,7 @@ class PipelineFactory:
     def unlisted(self, prompt_ids: Sequence[str]) -> list[dict[str, str]]:
         """Every (prompt, model) of this run where the model is outside ``APPLICABLE_MODELS``."""
         from app.generation.registry.render import model_allowed
-        from app.llm.spec import parse_model
+        from app.llm.providers.families import parse_model
 
         out = []
         roles = [("candidate", self.config.model)]
@@ -333,7 +333,7 @@ def _cacheable(model: str) -> bool:
     """True when ``model``'s provider class says its replies may be cached (a plain
     factory registered without a class: unknown, so False)."""
     from app.llm.providers import Provider, provider_class
-    from app.llm.spec import parse_provider
+    from app.llm.providers.families import parse_provider
 
     cls = provider_class(parse_provider(model))
     return cls is not Provider and cls.cacheable

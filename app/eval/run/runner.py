@@ -66,7 +66,7 @@ from app.eval.scoring.judges import check_judge, weak_judge
 from app.eval.scoring.table import select_metrics, specs
 from app.eval.scoring.thresholds import load_thresholds
 from app.llm.engine import EngineStats
-from app.llm.spec import parse_provider
+from app.llm.providers.families import parse_provider
 from app.llm.types import EngineLike
 from app.paths import kb_dir, repo_root, reports_dir
 

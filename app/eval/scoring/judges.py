@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from app.errors import ConfigError, JudgeParseError, ProviderError
 from app.eval.scoring.base import Score
 from app.eval.scoring.registry import JudgeInput, JudgeMetric
-from app.llm.spec import parse_provider
+from app.llm.providers.families import parse_provider
 from app.llm.types import ChatRequest, EngineLike, Message
 
 if TYPE_CHECKING:

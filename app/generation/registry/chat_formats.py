@@ -8,7 +8,7 @@ llama2     one string, byte-identical to Meta's Llama-2-chat ``chat_template``
 text       one plain string (a plain transcript)
 =========  =====================================================================
 
-The model string is parsed by :func:`app.llm.spec.parse_model` (the one parser); the body
+The model string is parsed by :func:`app.llm.providers.families.parse_model` (the one parser); the body
 sent on the wire is built by the provider (:func:`app.llm.providers.request_payload`).
 """
 

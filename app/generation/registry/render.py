@@ -1,9 +1,10 @@
 """Rendering a prompt spec for a model: variables in, provider-ready request out.
 
-The model string is parsed once, by :func:`app.llm.spec.parse_model`: any registered provider
-family renders (``APPLICABLE_MODELS`` is matched on the bare model id). The wire body
-(:meth:`RenderedPrompt.wire`) is built by the provider's own encoder, the one its
-``generate`` sends, so ``rag prompts render --json`` shows exactly what goes out.
+The model string is parsed once, by :func:`app.llm.providers.families.parse_model`: any registered provider
+family renders (``APPLICABLE_MODELS`` is matched on the bare model id). The registry builds the
+:class:`ChatRequest`; the wire body is the model layer's
+(``app.llm.providers.request_payload(rp.provider, rp.to_request())``, the encoder the
+provider's ``generate`` sends), so ``rag prompts render --json`` shows exactly what goes out.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from app.errors import PromptError
 from app.generation.registry.chat_formats import FORMATS, RENDERERS, check_alternation, format_for
 from app.generation.registry.loader import PromptSpec, placeholders
 from app.limits import LIMITS, check_text, lone_surrogate
-from app.llm.spec import ModelRef, ProviderSpec, parse_model
+from app.llm.spec import ModelRef, ProviderSpec
 from app.llm.types import ChatRequest, Message, Purpose, coerce_history
 
 _PURPOSES = frozenset({"generation", "judge", "rewrite", "summary", "classify", "safety", "other"})
@@ -44,25 +45,13 @@ class RenderedPrompt:
 
     @property
     def provider(self) -> ProviderSpec:
-        """The provider whose wire body :meth:`wire` builds: the model string's, or for a
+        """The provider whose encoder builds the wire body: the model string's, or for a
         bare model id the API its chat format implies (``anthropic`` → the Anthropic
         Messages API, any other → OpenAI Chat Completions at the official endpoint)."""
         if self.ref is not None and self.ref.provider is not None:
             return self.ref.provider
         family = "anthropic" if self.chat_format == "anthropic" else "openai"
         return ProviderSpec(family=family, model=self.model)
-
-    def wire(self, request: ChatRequest | None = None) -> dict[str, Any]:
-        """The body the provider sends for ``request`` (default: :meth:`to_request`'s
-        defaults). No key or auth header is part of it."""
-        from app.llm.providers import request_payload
-
-        return request_payload(self.provider, request or self.to_request())
-
-    @property
-    def payload(self) -> dict[str, Any]:
-        """:meth:`wire` with the default sampling parameters."""
-        return self.wire()
 
     def to_request(
         self,
@@ -125,6 +114,10 @@ def render_spec(
 ) -> RenderedPrompt:
     """``allow_unlisted``: render for a model outside ``APPLICABLE_MODELS`` instead of
     refusing (``--allow-unlisted-model``; the run records it, see app.eval.run.runner)."""
+    # the parser lives with the family table in the provider package: imported when a
+    # prompt is rendered, not when the registry is loaded or checked
+    from app.llm.providers.families import parse_model
+
     ref = parse_model(model)
     if not allow_unlisted and not model_allowed(spec, ref):
         raise PromptError(

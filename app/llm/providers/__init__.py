@@ -1,4 +1,4 @@
-"""Provider registry: one table from a provider family (or offline model) to its class.
+"""Provider registry: the seam over the one family table (:mod:`app.llm.families`).
 
 Modules are imported only when their provider is first used, so an evaluation on the
 offline baselines never imports an SDK, and an OpenAI run never imports Anthropic's
@@ -9,15 +9,16 @@ can load the class to build a wire body without any SDK or key).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from typing import Any, Literal
 
-from app.llm import spec as _spec
+from app.llm.providers import families
 from app.llm.providers.base import Provider
+from app.llm.providers.families import Factory, Family, parse_provider
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest
 
 __all__ = [
+    "Factory",
     "Provider",
     "create_provider",
     "provider_class",
@@ -26,46 +27,39 @@ __all__ = [
     "request_payload",
 ]
 
-Factory = Callable[[ProviderSpec], Provider]
-
-# key: family, or "offline:<model>" for the offline baselines -> "module:Class"
-_TABLE: dict[str, str | Factory] = {
-    "anthropic": "app.llm.providers.anthropic:AnthropicProvider",
-    "openai": "app.llm.providers.openai:OpenAIProvider",
-    "offline:extractive": "app.baselines.extractive:ExtractiveProvider",
-    "offline:reference-judge": "app.baselines.reference_judge:ReferenceJudgeProvider",
-}
-
 
 def register_provider(
-    key: str, factory: Factory, description: str = "", *, base_url: bool = False
+    key: str, factory: Factory | str, description: str = "", *, base_url: bool = False
 ) -> None:
-    """Plug in a provider under a new family (``myfamily``) or an ``offline:<model>`` key;
-    model strings naming it then parse everywhere (render, engine, judges, reports).
-    ``base_url=True`` lets the family take ``myfamily:<model>@<url>``. A provider class
-    (a :class:`Provider` subclass) also gives ``rag prompts render --json`` its wire body
-    through :meth:`Provider.payload`."""
+    """Plug in a provider under a new family (``myfamily``) or a closed family's model
+    (``offline:<model>``); model strings naming it then parse everywhere (render, engine,
+    judges, reports). ``factory`` is a provider class, a callable that makes one from its
+    :class:`ProviderSpec`, or ``"module:Class"`` (imported on first use, so registering
+    loads nothing). ``base_url=True`` lets the family take ``myfamily:<model>@<url>``. A
+    provider class (a :class:`Provider` subclass) also gives ``rag prompts render --json``
+    its wire body through :meth:`Provider.payload`. This is the one seam: the offline
+    baselines register through it too (:mod:`app.baselines`)."""
     family, _, model = key.partition(":")
     family = family.strip().lower()
-    if family == "offline" and model:
-        if model not in _spec.OFFLINE_MODELS:
-            _spec.OFFLINE_MODELS += (model,)
-        key = f"offline:{model}"
+    model = model.strip()
+    old = families.FAMILIES.get(family)
+    if model:  # a closed family's model: offline:<model>
+        help_text = old.help if old is not None else (description or f"{family}:<model>")
+        models = {**(old.models if old is not None else {}), model: factory}
+        entry = Family(family, help_text, None, base_url or bool(old and old.base_url), models)
     else:
-        _spec.FAMILIES.setdefault(family, description or f"{family}:<model>")
-        key = family
-    if base_url and family not in _spec.BASE_URL_FAMILIES:
-        _spec.BASE_URL_FAMILIES += (family,)
-    _spec.parse_model.cache_clear()
-    _TABLE[key] = factory
-
-
-def _key(spec: ProviderSpec) -> str:
-    return f"offline:{spec.model}" if spec.family == "offline" else spec.family
+        entry = Family(
+            family,
+            description or (old.help if old is not None else f"{family}:<model>"),
+            factory,
+            base_url,
+        )
+    families.FAMILIES[family] = entry
+    families.parse_model.cache_clear()
 
 
 def _target(spec: ProviderSpec) -> Factory:
-    target = _TABLE[_key(spec)]
+    target = families.FAMILIES[spec.family].target(spec.model)
     if isinstance(target, str):
         module_name, _, cls_name = target.partition(":")
         loaded: Factory = getattr(importlib.import_module(module_name), cls_name)
@@ -90,7 +84,7 @@ def provider_flag(model: str, flag: Literal["deterministic", "in_process"]) -> b
     :class:`Provider` documents it: ``deterministic`` (a completion is a pure function of
     its request) or ``in_process`` (computed in this process, nothing awaited). The one
     place the engine, the judges and the worker processes learn what a provider is."""
-    spec = _spec.parse_provider(model)
+    spec = parse_provider(model)
     known = _FLAGS.get((model, flag))
     if known is not None and known[0] is spec:
         return known[1]
@@ -109,14 +103,3 @@ def request_payload(spec: ProviderSpec, request: ChatRequest) -> dict[str, Any]:
     provider's ``generate`` uses, so it is exactly what goes on the wire (never a key or
     an auth header: those are the SDK's, from the environment)."""
     return provider_class(spec).payload(request, model=spec.model, base_url=spec.base_url)
-
-
-def _register_local() -> None:
-    from app.llm.providers.local import LocalProvider
-
-    register_provider(
-        "local", LocalProvider, "the local model tier of `make local-model`, e.g. local:smollm2"
-    )
-
-
-_register_local()

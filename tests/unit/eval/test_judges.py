@@ -20,10 +20,9 @@ from app.eval.scoring.judges import (
 from app.eval.scoring.registry import JudgeInput
 from app.eval.scoring.table import judge_table
 from app.generation.registry import RenderedPrompt, load_registry
-from app.llm import spec as spec_module
 from app.llm.engine import Engine
-from app.llm.providers import _TABLE, Provider, register_provider
-from app.llm.spec import parse_provider
+from app.llm.providers import Provider, families, register_provider
+from app.llm.providers.families import parse_provider
 from app.llm.types import ChatRequest, Completion, Usage
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.fixtures import (  # noqa: F401
@@ -152,15 +151,13 @@ class StubJudgeProvider(Provider):
 
 @pytest.fixture
 def stubjudge() -> Iterator[type[StubJudgeProvider]]:
-    saved = (dict(spec_module.FAMILIES), dict(_TABLE))
+    saved = dict(families.FAMILIES)
     StubJudgeProvider.asked.clear()
     register_provider("stubjudge", StubJudgeProvider, "a deterministic test judge")
     yield StubJudgeProvider
-    spec_module.FAMILIES.clear()
-    spec_module.FAMILIES.update(saved[0])
-    _TABLE.clear()
-    _TABLE.update(saved[1])
-    spec_module.parse_model.cache_clear()
+    families.FAMILIES.clear()
+    families.FAMILIES.update(saved)
+    families.parse_model.cache_clear()
 
 
 def test_only_the_offline_providers_are_deterministic() -> None:

@@ -67,7 +67,7 @@ def test_an_sdk_provider_checks_its_key_without_importing_the_sdk() -> None:
     code = (
         "import os\nos.environ['OPENAI_API_KEY'] = 'placeholder-not-a-key'\n"
         "os.environ['ANTHROPIC_API_KEY'] = 'placeholder-not-a-key'\n"
-        "from app.llm.providers import create_provider\nfrom app.llm.spec import parse_provider\n"
+        "from app.llm.providers import create_provider\nfrom app.llm.providers.families import parse_provider\n"
         "create_provider(parse_provider('openai:gpt-4o-mini'))\n"
         "create_provider(parse_provider('anthropic:claude-sonnet-4-6'))"
     )
@@ -81,7 +81,7 @@ def test_a_missing_sdk_is_still_a_config_error_when_the_provider_is_made() -> No
 
     from app.errors import ConfigError
     from app.llm.providers import create_provider
-    from app.llm.spec import parse_provider
+    from app.llm.providers.families import parse_provider
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENAI_API_KEY", "placeholder-not-a-key")

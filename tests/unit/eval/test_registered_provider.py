@@ -13,9 +13,9 @@ from typing import ClassVar
 import pytest
 
 from app.cli import main
-from app.llm import spec as spec_module
-from app.llm.providers import _TABLE, Provider, register_provider
+from app.llm.providers import Provider, families, register_provider
 from app.llm.types import ChatRequest, Completion, Usage
+from tests.support.registry import wire
 
 
 class TinyProvider(Provider):
@@ -38,15 +38,13 @@ class TinyProvider(Provider):
 
 @pytest.fixture
 def tinyllm() -> Iterator[type[TinyProvider]]:
-    saved = (dict(spec_module.FAMILIES), dict(_TABLE))
+    saved = dict(families.FAMILIES)
     TinyProvider.seen.clear()
     register_provider("tinyllm", TinyProvider, "a test provider: tinyllm:<model>")
     yield TinyProvider
-    spec_module.FAMILIES.clear()
-    spec_module.FAMILIES.update(saved[0])
-    _TABLE.clear()
-    _TABLE.update(saved[1])
-    spec_module.parse_model.cache_clear()
+    families.FAMILIES.clear()
+    families.FAMILIES.update(saved)
+    families.parse_model.cache_clear()
 
 
 def test_render_accepts_a_registered_family(tinyllm: type[TinyProvider]) -> None:
@@ -56,7 +54,7 @@ def test_render_accepts_a_registered_family(tinyllm: type[TinyProvider]) -> None
     assert rp.model == "gpt-4o" and rp.model_ref == "tinyllm:gpt-4o"
     assert rp.qualified_version == "system/kb_qa_v2" and rp.chat_format == "openai"
     assert str(rp.provider) == "tinyllm:gpt-4o" and not rp.provider.offline
-    assert rp.payload["model"] == "gpt-4o"  # Provider.payload: the request as it is received
+    assert wire(rp)["model"] == "gpt-4o"  # Provider.payload: the request as it is received
 
 
 def test_a_registered_provider_runs_rag_eval_run_end_to_end(

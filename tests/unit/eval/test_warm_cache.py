@@ -17,8 +17,7 @@ from app.eval.config import RunConfig
 from app.eval.run import warm
 from app.eval.run.runner import RunOutcome, run_sync
 from app.generation.pipeline import generator
-from app.llm import spec as spec_module
-from app.llm.providers import _TABLE, Provider, register_provider
+from app.llm.providers import Provider, families, register_provider
 from app.llm.types import ChatRequest, Completion, Usage
 from app.paths import PACKAGE_DIR
 
@@ -47,7 +46,7 @@ class EchoProvider(Provider):
 @pytest.fixture
 def echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """The provider registered, and a count of pipeline answers actually computed."""
-    saved = (dict(spec_module.FAMILIES), dict(_TABLE))
+    saved = dict(families.FAMILIES)
     EchoProvider.calls, EchoProvider.tail = 0, ""
     register_provider("warmllm", EchoProvider, "a cacheable test provider")
     counted = {"pipeline": 0}
@@ -59,11 +58,9 @@ def echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
 
     monkeypatch.setattr(generator.Pipeline, "answer", answer)
     yield counted
-    spec_module.FAMILIES.clear()
-    spec_module.FAMILIES.update(saved[0])
-    _TABLE.clear()
-    _TABLE.update(saved[1])
-    spec_module.parse_model.cache_clear()
+    families.FAMILIES.clear()
+    families.FAMILIES.update(saved)
+    families.parse_model.cache_clear()
 
 
 def _run(root: Path, counted: dict[str, int], **config: Any) -> tuple[RunOutcome, int, int]:

@@ -14,7 +14,7 @@ import pytest
 
 from app.llm.cache import ResponseCache, cache_key, default_cache_path
 from app.llm.engine import Engine
-from app.llm.spec import parse_provider
+from app.llm.providers.families import parse_provider
 from app.llm.types import Completion, Usage
 from tests.support.fake_llm_server import FakeLLMServer, server_error
 from tests.unit.llm.helpers import chat
@@ -152,7 +152,7 @@ _WRITER = """
 import sys
 from pathlib import Path
 from app.llm.cache import ResponseCache
-from app.llm.spec import parse_provider
+from app.llm.providers.families import parse_provider
 from app.llm.types import ChatRequest, Completion, Message
 cache = ResponseCache(Path(sys.argv[1]))
 spec = parse_provider("openai:m")

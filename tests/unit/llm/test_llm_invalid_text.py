@@ -95,7 +95,7 @@ def test_the_cache_store_never_fails_on_invalid_text(tmp_path: object) -> None:
     """The writer's side of the rule: a completion that bypassed the engine still stores."""
     from pathlib import Path
 
-    from app.llm.spec import parse_provider
+    from app.llm.providers.families import parse_provider
 
     assert isinstance(tmp_path, Path)
     cache = ResponseCache(tmp_path / "c.sqlite3")

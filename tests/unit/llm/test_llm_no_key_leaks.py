@@ -10,7 +10,7 @@ import pytest
 
 from app.errors import ProviderError
 from app.llm.engine import Engine
-from app.llm.spec import parse_provider
+from app.llm.providers.families import parse_provider
 from tests.support.fake_llm_server import (
     FakeLLMServer,
     drop,

@@ -333,6 +333,7 @@ def test_offline_runs_import_no_sdk_and_no_heavy_library() -> None:
 
     code = (
         "import asyncio, sys\n"
+        "import app.baselines\n"  # the edge registers the offline family
         "from app.llm.engine import Engine, EngineConfig\n"
         "from app.llm.types import ChatRequest, Message\n"
         "async def main():\n"
@@ -385,7 +386,7 @@ async def test_the_reference_judge_is_a_pure_function_of_its_request(
     gives the same completion, computed each time it is asked (it keeps nothing)."""
     from app.baselines import reference_judge
     from app.llm.providers import provider_class
-    from app.llm.spec import parse_provider
+    from app.llm.providers.families import parse_provider
 
     assert provider_class(parse_provider("offline:reference-judge")).deterministic is True
     calls: list[str] = []

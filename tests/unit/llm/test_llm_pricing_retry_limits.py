@@ -9,8 +9,8 @@ import pytest
 from app.llm.limits import Limiter, SlidingWindow
 from app.llm.pricing import cost_usd, load_prices
 from app.llm.providers.base import parse_retry_after
+from app.llm.providers.families import parse_provider
 from app.llm.retry import RetryBudget, RetryPolicy
-from app.llm.spec import parse_provider
 from app.llm.types import Usage
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from app.errors import ConfigError
-from app.llm.spec import ProviderSpec, parse_model, parse_provider
+from app.llm.providers.families import parse_model, parse_provider
+from app.llm.spec import ProviderSpec
 
 
 @pytest.mark.parametrize(

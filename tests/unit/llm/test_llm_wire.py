@@ -8,7 +8,7 @@ import pytest
 
 from app.llm.engine import Engine
 from app.llm.providers import request_payload
-from app.llm.spec import parse_provider
+from app.llm.providers.families import parse_provider
 from app.llm.types import ChatRequest, Message
 from tests.support.fake_llm_server import FakeLLMServer
 

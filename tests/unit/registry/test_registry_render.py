@@ -9,8 +9,9 @@ import pytest
 from app.errors import ConfigError, PromptError
 from app.generation.registry import build_registry, default_root, load_registry, render
 from app.generation.registry.chat_formats import format_for
-from app.llm.spec import parse_model
+from app.llm.providers.families import parse_model
 from app.llm.types import ChatRequest, Message
+from tests.support.registry import wire
 
 VARS = {"question": "年假有几天？", "context": "[1] 入职满一年 5 天。"}
 
@@ -62,7 +63,7 @@ def test_render_anthropic_cacheable_system_and_request(reg) -> None:  # type: ig
     assert rp.qualified_version == "system/kb_qa_v2"
     assert rp.model == "claude-sonnet-4-6"
     assert rp.system is not None and "示例科技" in rp.system  # DEFAULTS filled company_name
-    assert rp.payload["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert wire(rp)["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert rp.messages == (Message("user", rp.messages[0].content),)
     assert "<用户提问>\n年假有几天？\n</用户提问>" in rp.messages[0].content
     req = rp.to_request(temperature=0.1, max_tokens=512, metadata={"trace_id": "t1"})
@@ -79,7 +80,7 @@ def test_render_anthropic_cacheable_system_and_request(reg) -> None:  # type: ig
 def test_render_openai_system_message(reg) -> None:  # type: ignore[no-untyped-def]
     rp = reg.render("system/kb_qa_v1", model="openai:gpt-4o-mini", variables=VARS)
     assert rp.chat_format == "openai"
-    msgs = rp.payload["messages"]
+    msgs = wire(rp)["messages"]
     assert msgs[0]["role"] == "system" and msgs[0]["content"] == rp.system
     assert msgs[1] == {"role": "user", "content": rp.messages[-1].content}
     assert rp.prompt_text is None

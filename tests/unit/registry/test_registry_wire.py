@@ -20,6 +20,7 @@ from app.generation.registry import render
 from app.llm.engine import Engine, EngineConfig
 from app.llm.types import Message
 from tests.support.fake_llm_server import FakeLLMServer
+from tests.support.registry import wire
 
 Rag = Callable[..., object]
 KEYS = {"OPENAI_API_KEY": "sk-PLANTED-wire-openai-0123", "ANTHROPIC_API_KEY": "sk-ant-PLANTED-wire"}
@@ -101,14 +102,14 @@ async def test_render_json_is_the_body_sent(
 def test_each_api_encodes_the_system_prompt_its_way(server: FakeLLMServer) -> None:
     variables = {"question": "q", "context": "c"}
     anthropic = render("system/kb_qa", model="anthropic:claude-sonnet-4-6", variables=variables)
-    assert anthropic.payload["system"] == [
+    assert wire(anthropic)["system"] == [
         {"type": "text", "text": anthropic.system, "cache_control": {"type": "ephemeral"}}
     ]
-    assert anthropic.payload["max_tokens"] == 2048 and "temperature" not in anthropic.payload
+    assert wire(anthropic)["max_tokens"] == 2048 and "temperature" not in wire(anthropic)
     openai = render("system/kb_qa", model="openai:gpt-4o", variables=variables)
-    assert openai.payload["messages"][0] == {"role": "system", "content": openai.system}
-    assert openai.payload["max_completion_tokens"] == 2048
-    assert openai.payload["messages"][1:] == [
+    assert wire(openai)["messages"][0] == {"role": "system", "content": openai.system}
+    assert wire(openai)["max_completion_tokens"] == 2048
+    assert wire(openai)["messages"][1:] == [
         {"role": m.role, "content": m.content} for m in openai.messages
     ]
     assert openai.messages == (Message("user", openai.messages[0].content),)
