@@ -14,6 +14,10 @@ latency (mean)      lower      ⚠️ review: a cost, not a quality regression (
 cost per answer     lower      ⚠️ review: a cost
 ==================  =========  =============================================================
 
+Otherwise ✅ better (significant in the good direction), ✅ no meaningful change (the interval
+lies inside the metric's ±margin: 1 pp for the 👎 and citation rates, 2 pp for refusals,
+100 ms, $0.0005) or ⚠️ inconclusive (not enough traffic yet to tell).
+
 The unit is the user (an answer without a user id is its own unit): a user's answers are
 averaged first, so a heavy user counts once. Users seen in both arms (arms chosen per session,
 or a rollout whose share grew) are *paired* (their per-user difference), the others unpaired
@@ -51,14 +55,15 @@ class MetricSpec:
     direction: Literal["lower", "higher"]
     kind: Kind
     unit: str = ""
+    margin: float = 0.0  # a change within ±margin is no meaningful change
 
 
 METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("thumbs_down_rate", "👎 rate", "lower", "quality", "%"),
-    MetricSpec("refusal_rate", "refusal rate", "lower", "refusal", "%"),
-    MetricSpec("citation_validity", "citation validity", "higher", "quality", "%"),
-    MetricSpec("latency_ms", "latency (mean)", "lower", "cost", "ms"),
-    MetricSpec("cost_usd", "cost per answer", "lower", "cost", "$"),
+    MetricSpec("thumbs_down_rate", "👎 rate", "lower", "quality", "%", 0.01),
+    MetricSpec("refusal_rate", "refusal rate", "lower", "refusal", "%", 0.02),
+    MetricSpec("citation_validity", "citation validity", "higher", "quality", "%", 0.01),
+    MetricSpec("latency_ms", "latency (mean)", "lower", "cost", "ms", 100.0),
+    MetricSpec("cost_usd", "cost per answer", "lower", "cost", "$", 0.0005),
 )
 
 
@@ -267,7 +272,13 @@ def _verdict(spec: MetricSpec, low: float, high: float, delta: float) -> tuple[V
         return "review", [f"{spec.label} worse: a cost, not a quality regression"]
     if better:
         return "better", []
-    return "within_noise", []
+    if -spec.margin <= low and high <= spec.margin:
+        return "no_change", [
+            f"the interval lies inside ±{_fmt_delta(spec.margin, spec.unit).lstrip('+')}"
+        ]
+    return "inconclusive", [
+        f"the interval still allows changes beyond ±{_fmt_delta(spec.margin, spec.unit).lstrip('+')}"
+    ]
 
 
 def _share(values: np.ndarray) -> float | None:

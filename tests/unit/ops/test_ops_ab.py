@@ -62,7 +62,7 @@ def test_a_planted_worse_arm_is_flagged_and_an_equal_one_is_not(
     data = json.loads(out)
     assert data["regressions"] == [] and "mixture SPRT" in data["method"]
     verdicts = {m["metric"]: m["verdict"] for m in data["metrics"]}
-    assert verdicts["thumbs_down_rate"] == "within_noise", verdicts
+    assert verdicts["thumbs_down_rate"] in ("no_change", "inconclusive"), verdicts
     arms = data["arms"]
     assert arms["candidate"]["versions"] == ["system/kb_qa_v3"]
     assert (
