@@ -6,7 +6,8 @@
     branch* (its ``releases.toml``), appends ``rag prompts review`` and writes one markdown
     body that starts with :data:`MARKER` (the PR comment is found by it and updated in
     place) and goes to ``$GITHUB_STEP_SUMMARY``. Without provider secrets it runs the
-    offline baselines and says, at the top, that live scores were skipped. With
+    offline baselines and says, at the top, that live scores were skipped; its headline is
+    then "⚠️ unverified: no model ran" (never "ready"), as it is whenever a table says so. With
     ``--pages DIR`` it also writes each prompt's static viewer pages (``rag report html`` of
     the new version's run, ``rag eval compare --format html`` of the two runs) into
     ``DIR/<prompt>/`` and lists them under :data:`PAGES_MARKER`, which the workflow replaces
@@ -45,6 +46,8 @@ _MODULE_RE = re.compile(
 )
 LIVE_MODEL = "anthropic:claude-sonnet-4-6"
 LIVE_JUDGE = "anthropic:claude-opus-4-7"
+UNVERIFIED = "unverified: no model ran"  # app.eval.compare.UNVERIFIED (scripts stay light)
+HEADLINE = "## Prompt changes: delta tables"
 SKIPPED_LIVE = (
     "> **Live scores were skipped**: no provider secret (`ANTHROPIC_API_KEY`) is available "
     "to this run (e.g. a pull request from a fork). The tables below come from the offline "
@@ -135,7 +138,7 @@ def prompt_delta(
 
     ``pages``: write each prompt's viewer pages under ``pages/<prompt>/`` (see the module)."""
     prompts = changed_prompts(base_ref, cwd)
-    parts = [MARKER, "## Prompt changes: delta tables", ""]
+    parts = [MARKER, HEADLINE, ""]
     if live:
         parts += [f"Live models: candidate `{LIVE_MODEL}`, judge `{LIVE_JUDGE}`.", ""]
     else:
@@ -194,6 +197,8 @@ def prompt_delta(
             *page_lines,
             "",
         ]
+    if not live or any(UNVERIFIED in part for part in parts[3:]):
+        parts[1] = f"{HEADLINE} — ⚠️ {UNVERIFIED}"
     review = run([rag, "prompts", "review", "--changed-since", base_ref, "--delta", str(delta_dir)])
     parts += ["## Review checklist (seed 004 Appendix B)", "", review.stdout.strip(), ""]
     if review.returncode not in (0, 1):

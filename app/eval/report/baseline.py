@@ -11,6 +11,11 @@
 :func:`check_header_baselines` is what ``rag prompts check`` calls: every header baseline
 line must be backed by a recorded baseline of the same suite whose metric means, rounded
 to the header's two decimals, equal the header's numbers (seed 004 §3: "CI 会自动比对").
+
+A baseline is a real model's numbers (seed 004: 禁止造假): a run whose candidate or judge is
+an offline baseline (``offline:*``, which never reads the prompt) or that used a model
+outside the prompt's ``APPLICABLE_MODELS`` (``--allow-unlisted-model``) is refused by
+:func:`record_baseline`, and a header line backed by such a recorded run is rejected (P026).
 """
 
 from __future__ import annotations
@@ -94,6 +99,19 @@ def record_baseline(
         prompt_hash = matches[0].hash
     else:
         prompt_hash = next((p.hash for p in prompts.values() if p.version == version), None)
+    why = not_a_model_baseline(
+        {
+            "candidate": report.meta.candidate.model_dump(),
+            "judge": {"provider": report.meta.judge.provider, "offline": report.meta.judge.offline},
+            "unlisted_models": list(report.meta.unlisted_models),
+        }
+    )
+    if why is not None:
+        raise ReportError(
+            f"{report_path} cannot be a prompt's 评测基线: {why}. A baseline is a real model's "
+            f"numbers: run `rag eval run --suite {report.meta.suite} --prompt {version} --model "
+            "<a model in its APPLICABLE_MODELS> --judge <a stronger model>` and record that report."
+        )
     path = baseline_path(version, root)
     data: dict[str, Any] = _load(path) if path.exists() else {"prompt": version, "suites": {}}
     data["prompt"] = version
@@ -121,10 +139,30 @@ def record_baseline(
             "samples": meta.judge.samples,
         },
         "offline": meta.candidate.offline,
+        "unlisted_models": [dict(p) for p in meta.unlisted_models],
         "metrics": {name: dist.mean for name, dist in report.summary.items()},
     }
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
     return path
+
+
+def not_a_model_baseline(recorded: dict[str, Any]) -> str | None:
+    """Why a run (its recorded ``candidate``, ``judge`` and ``unlisted_models``) is not a real
+    model's baseline, or ``None``."""
+    cand = recorded.get("candidate") or {}
+    judge = recorded.get("judge") or {}
+    if cand.get("offline") or recorded.get("offline"):
+        return (
+            f"its candidate {cand.get('provider', 'offline:*')} is an offline baseline (it never "
+            "reads the prompt: no model ran)"
+        )
+    if judge.get("offline"):
+        return f"its judge {judge.get('provider')} is an offline heuristic (no model judged)"
+    unlisted = recorded.get("unlisted_models") or []
+    if unlisted:
+        models = ", ".join(sorted({str(p.get("model")) for p in unlisted if isinstance(p, dict)}))
+        return f"it ran with --allow-unlisted-model ({models} outside APPLICABLE_MODELS)"
+    return None
 
 
 def check_header_baselines(registry: Any, baselines_dir: Path | None = None) -> list[Violation]:
@@ -153,6 +191,18 @@ def check_header_baselines(registry: Any, baselines_dir: Path | None = None) -> 
                         line.line,
                         f"{qualified} claims a {line.suite} baseline but none is recorded "
                         f"in {path}",
+                    )
+                )
+                continue
+            why = not_a_model_baseline(recorded)
+            if why is not None:
+                out.append(
+                    Violation(
+                        "P026",
+                        mod.rel,
+                        line.line,
+                        f"{qualified} claims a {line.suite} baseline, but the recorded run "
+                        f"{recorded.get('run_id')} is not a model's: {why}",
                     )
                 )
                 continue

@@ -94,9 +94,16 @@ def rewrite_accuracy(case: Case, obs: Observation, ctx: MetricContext) -> Score:
     unit="s",
     scale="continuous",
     group="cost",
-    description="wall time of the pipeline for the case (judges excluded)",
+    description="wall time of the pipeline for the case (judges excluded); undefined when a "
+    "model call came from the response cache (a cached answer carries no latency)",
 )
 def latency_s(case: Case, obs: Observation, ctx: MetricContext) -> Score:
+    tokens = obs.trace.tokens if obs.trace is not None else None
+    if tokens is not None and tokens.cached_calls:
+        return Score.undefined(
+            f"cached: {tokens.cached_calls} of {tokens.llm_calls} model call(s) came from the "
+            "response cache, so no latency was measured"
+        )
     return Score(value=round(obs.latency_s, 6))
 
 

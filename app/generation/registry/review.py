@@ -20,7 +20,11 @@ no released version edited   no P023 since the revision
 no regression                the attached delta has no ❌ row
 ===========================  ==========================================================
 
-Each item is ✅, ❌ or ➖ (not applicable) with a one-line reason.
+Each item is ✅, ❌, ⚠️ (unverified) or ➖ (not applicable) with a one-line reason. A delta table
+that no model measured (its candidate or judge an offline baseline: the table's headline
+"unverified: no model ran") proves nothing about the prompt: "delta table attached" and "no
+regression" are ⚠️ unverified, and the prompt's verdict is "⚠️ unverified: no model ran",
+never "ready" (exit 1, as for ❌).
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ from typing import Literal
 
 from app.errors import PromptError
 
-Status = Literal["pass", "fail", "n/a"]
-ICON = {"pass": "✅", "fail": "❌", "n/a": "➖"}
+Status = Literal["pass", "fail", "n/a", "unverified"]
+ICON = {"pass": "✅", "fail": "❌", "n/a": "➖", "unverified": "⚠️"}
+#: the headline of a delta table no model measured (app.eval.compare.table.UNVERIFIED)
+UNVERIFIED = "unverified: no model ran"
 
 _CITATION = re.compile(r"\[n\]|\[1\]|\[\d+\]|引用|出处|来源编号|cite|citation|source number", re.I)
 _GROUNDING = re.compile(
@@ -67,7 +73,15 @@ class PromptReview:
 
     @property
     def passed(self) -> bool:
-        return all(i.status != "fail" for i in self.items)
+        return all(i.status not in ("fail", "unverified") for i in self.items)
+
+    @property
+    def verdict(self) -> str:
+        if any(i.status == "fail" for i in self.items):
+            return "❌ not ready"
+        if any(i.status == "unverified" for i in self.items):
+            return f"⚠️ {UNVERIFIED}"
+        return "✅ ready for review"
 
 
 @dataclass(frozen=True)
@@ -85,8 +99,7 @@ class Review:
             return f"No prompt module changed since `{self.rev}`.\n"
         lines: list[str] = []
         for p in self.prompts:
-            verdict = "✅ ready for review" if p.passed else "❌ not ready"
-            lines += [f"#### `{p.qualified}` ({p.file}) — {verdict}", ""]
+            lines += [f"#### `{p.qualified}` ({p.file}) — {p.verdict}", ""]
             lines += ["| check | | detail |", "|---|---|---|"]
             lines += [f"| {i.name} | {i.icon} | {i.detail} |" for i in p.items]
             lines.append("")
@@ -102,6 +115,7 @@ class Review:
                     "qualified": p.qualified,
                     "file": p.file,
                     "passed": p.passed,
+                    "verdict": p.verdict,
                     "items": [
                         {"name": i.name, "status": i.status, "detail": i.detail} for i in p.items
                     ],
@@ -154,8 +168,16 @@ def _load_deltas(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     return [(f, f.read_text(encoding="utf-8")) for f in files]
 
 
-def _delta_for(qualified: str, deltas: Sequence[tuple[Path, str]]) -> tuple[Path, bool] | None:
-    """The delta that names ``qualified`` and whether it shows a regression."""
+@dataclass(frozen=True)
+class Delta:
+    path: Path
+    regression: bool  # a ❌ row
+    unverified: bool  # no model measured it (offline candidate or judge)
+
+
+def _delta_for(qualified: str, deltas: Sequence[tuple[Path, str]]) -> Delta | None:
+    """The delta that names ``qualified``: whether it shows a regression, whether a model
+    measured it."""
     for path, text in deltas:
         if qualified not in text:
             continue
@@ -164,9 +186,10 @@ def _delta_for(qualified: str, deltas: Sequence[tuple[Path, str]]) -> tuple[Path
                 data = json.loads(text)
             except json.JSONDecodeError:
                 continue
-            return path, bool(data.get("has_regression"))
+            unverified = data.get("headline") == UNVERIFIED or bool(data.get("unverified"))
+            return Delta(path, bool(data.get("has_regression")), unverified)
         table = [line for line in text.splitlines() if line.startswith("| ")]
-        return path, any("❌" in line for line in table)
+        return Delta(path, any("❌" in line for line in table), UNVERIFIED in text)
     return None
 
 
@@ -232,8 +255,17 @@ def review_module(
                 f"no comparison naming {qualified}: run `rag eval diff-prompt` and pass --delta",
             )
         )
+    elif delta.unverified:
+        items.append(
+            CheckItem(
+                "delta table attached",
+                "unverified",
+                f"{delta.path}: {UNVERIFIED} (offline baseline): run `rag eval diff-prompt` "
+                "with --model and --judge",
+            )
+        )
     else:
-        items.append(CheckItem("delta table attached", "pass", str(delta[0])))
+        items.append(CheckItem("delta table attached", "pass", str(delta.path)))
 
     if spec is None:
         items.append(CheckItem("refusal / citation / anti-hallucination", "fail", "no spec"))
@@ -274,8 +306,12 @@ def review_module(
         items.append(CheckItem("no regression", "n/a", "v1: nothing to regress from"))
     elif delta is None:
         items.append(CheckItem("no regression", "fail", "unknown: no delta table"))
-    elif delta[1]:
-        items.append(CheckItem("no regression", "fail", f"❌ rows in {delta[0]}"))
+    elif delta.regression:
+        items.append(CheckItem("no regression", "fail", f"❌ rows in {delta.path}"))
+    elif delta.unverified:
+        items.append(
+            CheckItem("no regression", "unverified", f"{UNVERIFIED}: no ❌ proves nothing")
+        )
     else:
         items.append(CheckItem("no regression", "pass", "no ❌ in the delta table"))
     ruler = _codes(mine, ("P024",))

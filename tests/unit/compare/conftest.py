@@ -18,6 +18,7 @@ METRIC_SPECS: dict[str, MetricInfo] = {
     "refusal_rate": r.info("none", "deterministic", "rate", "binary"),
     "citation_accuracy": r.info("higher", "deterministic", "rate", "binary"),
     "tokens": r.info("lower", "deterministic", "tokens", "continuous", group="cost"),
+    "latency_s": r.info("lower", "deterministic", "s", "continuous", group="cost"),
     "rewrite_accuracy": r.info("higher", "deterministic", "rate", "binary"),
     "acl_leak": r.info("lower", "deterministic", "rate", "binary", red_line=True),
 }

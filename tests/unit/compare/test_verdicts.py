@@ -223,3 +223,31 @@ def test_an_offline_judge_leaves_only_judge_rows_not_measured() -> None:
     verdicts = {r.metric: r.verdict for r in cmp.rows}
     assert verdicts == {"faithfulness": "not_measured", "citation_accuracy": "no_change"}
     assert cmp.unverified and "offline:reference-judge" in cmp.unverified
+
+
+def test_every_registered_metric_has_a_margin() -> None:
+    from app.eval.scoring import specs
+    from app.eval.scoring.thresholds import load_margins
+
+    margins = load_margins()
+    assert set(specs()) | {"refusal_rate"} <= set(margins)
+    assert margins["citation_accuracy"] == margins["refusal_rate"] == 0.05
+    assert 0.1 <= margins["faithfulness"] <= 0.2
+
+
+def test_a_bad_margin_is_a_config_error_naming_the_entry(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from app.errors import ConfigError
+    from app.eval.scoring.thresholds import load_margins
+
+    bad = tmp_path / "t.toml"
+    bad.write_text('version = "1"\n[margins]\nfaithfulness = "a lot"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[margins\] faithfulness must be a number"):
+        load_margins(bad)
+
+
+def test_latency_of_cached_answers_is_not_compared() -> None:
+    warm = build_report({"latency_s": [None] * N})  # every answer from the cache
+    cold = build_report({"latency_s": [0.8] * N})
+    r = _row(compare_reports(cold, warm), "latency_s")
+    assert r.verdict == "no_data" and r.symbol != "✅"
+    assert r.reasons == ("no case measured in both: a cached answer carries no latency",)

@@ -90,14 +90,24 @@ def test_eval_group_lists_lazy_commands(capsys: pytest.CaptureFixture[str]) -> N
 def test_baseline_and_header_check(
     report_path: Path, eval_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc, out, _ = rag(["eval", "baseline", str(report_path), "--prompt", "system/kb_qa"], capsys)
-    assert rc == 0
+    # the offline run is no 评测基线: refused, exit 2, nothing recorded
+    rc, out, err = rag(["eval", "baseline", str(report_path), "--prompt", "system/kb_qa"], capsys)
     stored = eval_root / "reports/baselines/system/kb_qa_v2.json"
+    assert rc == 2 and "offline:extractive" in err and "评测基线" in err, err
+    assert "Traceback" not in err and not stored.exists()
+    # the same numbers as a model's run (candidate and judge real models) are recorded
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    report["meta"]["candidate"] = {"provider": "openai:gpt-4o", "offline": False}
+    report["meta"]["judge"]["provider"] = "anthropic:claude-opus-4-7"
+    report["meta"]["judge"]["offline"] = False
+    model_run = report_path.with_name("eval_model.json")
+    model_run.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
+    rc, out, err = rag(["eval", "baseline", str(model_run), "--prompt", "system/kb_qa"], capsys)
+    assert rc == 0, err
     assert str(stored) in out
     data = json.loads(stored.read_text(encoding="utf-8"))
-    report = json.loads(report_path.read_text(encoding="utf-8"))
     recorded = data["suites"]["mini"]
-    assert recorded["run_id"] == report["run_id"] and recorded["offline"] is True
+    assert recorded["run_id"] == report["run_id"] and recorded["offline"] is False
     faith = report["summary"]["faithfulness"]["mean"]
     assert recorded["metrics"]["faithfulness"] == faith
 
@@ -119,6 +129,19 @@ def test_baseline_and_header_check(
     missing = Baseline("smoke", (("faithfulness", 4.35),), date(2026, 11, 30), 15)
     (v,) = check_header_baselines(registry(missing), root)
     assert v.code == "P026" and v.to_dict()["name"] == "baseline-not-recorded"
+    # a baseline recorded from an offline run (before the refusal) backs no header line
+    data["suites"]["mini"]["offline"] = True
+    data["suites"]["mini"]["candidate"] = {"provider": "offline:extractive", "offline": True}
+    stored.write_text(json.dumps(data), encoding="utf-8")
+    (v,) = check_header_baselines(registry(good), root)
+    assert v.code == "P026" and "offline:extractive" in v.message and "not a model's" in v.message
+    # … nor one from a run with a model outside APPLICABLE_MODELS
+    data["suites"]["mini"]["offline"] = False
+    data["suites"]["mini"]["candidate"] = {"provider": "openai:gpt-4o", "offline": False}
+    data["suites"]["mini"]["unlisted_models"] = [{"prompt": "system/kb_qa_v2", "model": "x:y"}]
+    stored.write_text(json.dumps(data), encoding="utf-8")
+    (v,) = check_header_baselines(registry(good), root)
+    assert v.code == "P026" and "--allow-unlisted-model" in v.message
 
 
 def test_baseline_refuses_a_prompt_the_report_did_not_run(report_path: Path) -> None:

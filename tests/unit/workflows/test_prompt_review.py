@@ -118,3 +118,29 @@ def test_missing_delta_unisolated_input_and_in_place_edit_fail(root: Path) -> No
     res = CliRunner().invoke(cli, ["--changed-since", "main", "--root", str(root)])
     assert res.exit_code == 1
     assert "outside any <tag>…</tag>: {context}, {question}" in res.output
+
+
+@pytest.mark.parametrize("fmt", ["md", "json"])
+def test_a_delta_no_model_measured_is_unverified_never_ready(
+    root: Path, tmp_path: Path, fmt: str
+) -> None:
+    from app.eval.compare import compare_reports, comparison_markdown
+    from tests.unit.compare.conftest import build_report
+
+    make_v3(root)
+    values = {"faithfulness": [4.0] * 10, "citation_accuracy": [1.0] * 10}
+    kw = {"candidate": "offline:extractive", "judge": "offline:reference-judge"}
+    cmp = compare_reports(
+        build_report(values, prompt_version="system/kb_qa_v2", **kw),
+        build_report(values, prompt_version="system/kb_qa_v3", **kw),
+    )
+    delta = tmp_path / f"delta.{fmt}"
+    delta.write_text(comparison_markdown(cmp) if fmt == "md" else cmp.to_json(), encoding="utf-8")
+    review = review_changes("main", root=root, deltas=[delta])
+    got = items(review, "system/kb_qa_v3")
+    assert got["delta table attached"] == "unverified" and got["no regression"] == "unverified"
+    assert not review.passed
+    md = review.to_markdown()
+    assert "— ⚠️ unverified: no model ran" in md and "ready for review" not in md
+    res = CliRunner().invoke(cli, ["--changed-since", "main", "--root", str(root), "--delta", str(delta)])  # fmt: skip
+    assert res.exit_code == 1 and "unverified: no model ran" in res.output

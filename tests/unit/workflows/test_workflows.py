@@ -275,9 +275,12 @@ def test_prompt_delta_compares_new_version_with_the_active_one(repo: Path) -> No
         "rag", "prompts", "review", "--changed-since", "main", "--delta", str(delta_dir),
     ]  # fmt: skip
     assert "Live scores were skipped" in body
+    # no model ran: the headline says so, never "ready"
+    assert body.splitlines()[1] == "## Prompt changes: delta tables — ⚠️ unverified: no model ran"
     live_fake = FakeRag(rc=1)
     live_body, live_rc = mod.prompt_delta("main", cwd=repo, live=True, run=live_fake)
     assert live_rc == 1 and "Live scores were skipped" not in live_body
+    assert live_body.splitlines()[1] == "## Prompt changes: delta tables"
     assert live_fake.calls[0][-4:] == ["--model", mod.LIVE_MODEL, "--judge", mod.LIVE_JUDGE]
 
 
