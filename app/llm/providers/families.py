@@ -67,6 +67,7 @@ FAMILIES: dict[str, Family] = {
             "the local model tier of `make local-model`, e.g. local:smollm2",
             "app.llm.providers.local:LocalProvider",
         ),
+        # a new family: its entry above this line (docs/extending/add-a-provider.md)
     )
 }
 

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from app.errors import ConfigError
 from app.llm.providers.base import (
@@ -37,15 +37,26 @@ NO_KEY_PLACEHOLDER = "sk-no-key-required"
 
 
 class OpenAIProvider(Provider):
+    """Chat Completions through the ``openai`` SDK. An OpenAI-compatible service is a
+    subclass that sets :attr:`family`, :attr:`env_key` and :attr:`default_base_url`
+    (``docs/extending/add-a-provider.md``)."""
+
     family = "openai"
+    #: the environment variable holding the key (never a model string, a report or a log)
+    env_key: ClassVar[str] = ENV_KEY
+    #: the endpoint of ``<family>:<model>`` without ``@<base_url>`` (None: the SDK's own,
+    #: api.openai.com); ``<family>:<model>@<base_url>`` overrides it
+    default_base_url: ClassVar[str | None] = None
 
     def __init__(self, spec: ProviderSpec) -> None:
+        if spec.base_url is None and self.default_base_url is not None:
+            spec = ProviderSpec(spec.family, spec.model, self.default_base_url)
         super().__init__(spec)
-        key = os.environ.get(ENV_KEY)
+        key = os.environ.get(self.env_key)
         if not key:
             if not loopback(spec.base_url):
                 raise ConfigError(
-                    f"provider {spec}: set the environment variable {ENV_KEY} "
+                    f"provider {spec}: set the environment variable {self.env_key} "
                     "(only servers on 127.0.0.1/localhost may run without a key)"
                 )
             key = NO_KEY_PLACEHOLDER
@@ -92,7 +103,9 @@ class OpenAIProvider(Provider):
             "messages": messages,
             "temperature": request.temperature,
         }
-        tokens_key = "max_tokens" if base_url else "max_completion_tokens"
+        # the official API takes max_completion_tokens; other servers the common max_tokens
+        official = (base_url or cls.default_base_url) is None
+        tokens_key = "max_completion_tokens" if official else "max_tokens"
         params[tokens_key] = request.max_tokens
         if request.stop:
             params["stop"] = list(request.stop)
