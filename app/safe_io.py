@@ -15,27 +15,51 @@ reports, ``--history``) goes through :func:`read_bytes` / :func:`read_text` /
   ``Infinity`` (not JSON, and a number no comparison can use) — with line and column.
 
 :func:`list_files` refuses an empty folder: "0 files checked" is an input error, not a pass.
+
+Writing files atomically has its home here too (every writer of a file a reader may open
+at the same moment calls these; each fsyncs the data before the file appears under its
+name, and gives it ordinary permissions, not a temp file's 0600):
+
+* :func:`atomic_write_text` / :func:`atomic_write_bytes` — replace a file in one step;
+* :func:`replacing` — the same for a writer that needs a path (SQLite builds a database);
+* :func:`write_new_text` / :func:`write_new_chunks` — create a *new* file (``<stem>-2``…
+  when the name is taken), never replacing one (reports); :func:`create_new_bytes` —
+  create exactly this file or raise :class:`FileExistsError`;
+* :func:`sweep_stale_temp_files` — temp files a killed writer left behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import glob
 import json
 import os
 import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from app.errors import UserError
+from app.wellformed import clean
 
 __all__ = [
+    "Chunks",
     "UnsafeInput",
+    "atomic_write_bytes",
+    "atomic_write_text",
     "check_file",
+    "create_new_bytes",
     "is_dir",
     "list_files",
     "load_json",
     "read_bytes",
     "read_text",
+    "replacing",
+    "sweep_stale_temp_files",
+    "write_new_chunks",
+    "write_new_text",
 ]
 
 
@@ -221,3 +245,190 @@ def parse_json(text: str, path: Path | str, *, what: str = "file") -> Any:
 def load_json(path: Path, *, max_bytes: int, what: str = "file") -> Any:
     """:func:`read_text` + :func:`parse_json`."""
     return parse_json(read_text(path, max_bytes=max_bytes, what=what), path, what=what)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def sweep_stale_temp_files(folder: Path, name: str | None = None) -> list[Path]:
+    """Remove ``.<name>.<pid>.<random>.tmp`` files whose writing process is gone (a kill
+    between creating and renaming them); returns what was removed. ``name``: only the temp
+    files of that target (a writer in a shared folder such as ``/tmp`` sweeps its own)."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    pattern = f".{glob.escape(name)}.*.tmp" if name is not None else ".*.tmp"
+    for tmp in folder.glob(pattern):
+        parts = tmp.name.split(".")
+        pid = next((int(x) for x in reversed(parts[:-2]) if x.isdigit()), None)
+        if pid is not None and pid != os.getpid() and not _pid_alive(pid):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _chmod_ordinary(fd: int) -> None:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # temp files are 0600; a report is an ordinary file
+
+
+def _temp_in(path: Path) -> tuple[int, str]:
+    """A new temp file beside ``path``, named ``.<name>.<pid>.<random>.tmp`` (what
+    :func:`sweep_stale_temp_files` recognises)."""
+    return tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """``with replacing(path) as tmp:`` — write ``tmp`` (any way: a file, a SQLite
+    database); when the block ends without an exception, ``tmp`` is fsynced, given ordinary
+    permissions and renamed over ``path`` in one step. On an exception ``tmp`` is removed
+    and ``path`` is untouched. A temp file a killed writer left is swept by the next write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temp_files(path.parent, path.name)
+    fd, tmp = _temp_in(path)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            _chmod_ordinary(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a temp file in the same folder, fsynced,
+    ordinary permissions, then ``os.replace``. A reader sees the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temp_files(path.parent, path.name)
+    fd, tmp = _temp_in(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+            _chmod_ordinary(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """:func:`atomic_write_bytes` of ``text`` in UTF-8 (``\\n`` line ends as given); text
+    that is not valid Unicode is written as U+FFFD (app/wellformed.py)."""
+    atomic_write_bytes(path, clean(text).encode("utf-8"))
+
+
+def create_new_bytes(path: Path, data: bytes) -> None:
+    """Create ``path`` holding ``data`` (fsynced, ordinary permissions), complete when it
+    appears; raise :class:`FileExistsError` — writing nothing — when ``path`` exists, even
+    one made meanwhile by another process (a link never replaces a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temp_files(path.parent, path.name)
+    fd, tmp = _temp_in(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_all(fh, lambda: (data,))
+        os.link(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _candidates(path: Path) -> Iterator[Path]:
+    yield path
+    for n in range(2, 1000):
+        yield path.with_name(f"{path.stem}-{n}{path.suffix}")
+
+
+Chunks = Callable[[], Iterable[bytes]]
+
+
+def _write_all(fh: BinaryIO, chunks: Chunks) -> None:
+    for chunk in chunks():
+        fh.write(chunk)
+    fh.flush()
+    os.fsync(fh.fileno())
+    _chmod_ordinary(fh.fileno())
+
+
+def _link_unnamed(path: Path, chunks: Chunks) -> Path | None:
+    """Linux: write into an unnamed ``O_TMPFILE`` and link it in when complete (a kill
+    leaves nothing); None where that is not available."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None:
+        return None
+    try:
+        fd = os.open(path.parent, flag | os.O_WRONLY, 0o666)
+    except OSError:
+        return None
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_all(fh, chunks)
+            for target in _candidates(path):
+                try:  # linkat(AT_SYMLINK_FOLLOW) through /proc: a dir_fd selects linkat
+                    os.link(f"/proc/self/fd/{fh.fileno()}", target.name, dst_dir_fd=dir_fd)
+                except FileExistsError:
+                    continue
+                except OSError:  # no /proc, or a file system that refuses: fall back
+                    return None
+                return target
+    finally:
+        os.close(dir_fd)
+    raise UserError(f"{path}: 999 files of that name exist; clean up the folder")
+
+
+def write_new_text(path: Path, text: str) -> Path:
+    """Write ``text`` to a *new* file at ``path`` (or ``<stem>-2``, ``-3``… if it exists) and
+    return where; never replaces a file, never leaves a half-written or temp file.
+
+    On Linux the text goes into an unnamed file (``O_TMPFILE``) that is linked into place
+    only when complete: a ``kill -9`` at any moment leaves no file at all. Elsewhere a
+    pid-named temp file is linked (not renamed: a link refuses to replace) and removed; a
+    temp file a killed writer left is swept by the next write. Two processes writing the
+    same name both keep their file.
+    """
+    data = clean(text).encode("utf-8")  # not valid Unicode: U+FFFD (app/wellformed.py)
+    return write_new_chunks(path, lambda: (data,))
+
+
+def write_new_chunks(path: Path, chunks: Chunks) -> Path:
+    """:func:`write_new_text` of the bytes ``chunks()`` yields, written as they come (a
+    report of 10,000 cases is never one string in memory). ``chunks`` may be called twice
+    (a file system without ``O_TMPFILE`` linking): it must give the same bytes again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = _link_unnamed(path, chunks)
+    if written is not None:
+        return written
+    sweep_stale_temp_files(path.parent)  # report names are unique: sweep the folder
+    fd, tmp = _temp_in(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_all(fh, chunks)
+        for target in _candidates(path):
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                continue
+            return target
+        raise UserError(f"{path}: 999 files of that name exist; clean up the folder")
+    finally:
+        Path(tmp).unlink(missing_ok=True)

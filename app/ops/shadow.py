@@ -275,20 +275,13 @@ def markdown(report: ShadowReport, *, show: int = 10) -> str:
 
 def write_report(report: ShadowReport, out_dir: Path) -> Path:
     import json
-    import os
-    import tempfile
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from app.safe_io import atomic_write_text
+
     path = (
         out_dir
         / f"shadow_{report.created_at.replace(':', '').replace('-', '')}_{report.run_id}.json"
     )
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".shadow-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(report.to_json(), f, ensure_ascii=False, indent=2, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = json.dumps(report.to_json(), ensure_ascii=False, indent=2, allow_nan=False)
+    atomic_write_text(path, text)
     return path

@@ -24,10 +24,11 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from app.safe_io import replacing
 
 FORMAT = "1"
 #: memo entries kept per process before it is emptied (a few MB; a text's look-ups repeat
@@ -106,15 +107,13 @@ class CompactFreq:
 
 
 def build(path: Path, entries: Iterable[tuple[str, int]], total: int) -> None:
-    """Write the dictionary file at ``path`` (a temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rag-dict-", suffix=".sqlite")
-    os.close(fd)
-    try:
+    """Write the dictionary file at ``path`` (:func:`app.safe_io.replacing`: a temporary
+    file, fsynced and renamed into place)."""
+    with replacing(path) as tmp:
         con = sqlite3.connect(tmp)
         try:
             con.execute("PRAGMA journal_mode = OFF")
-            con.execute("PRAGMA synchronous = OFF")
+            con.execute("PRAGMA synchronous = OFF")  # one fsync when complete (replacing)
             con.execute("CREATE TABLE freq (w TEXT PRIMARY KEY, f INTEGER NOT NULL) WITHOUT ROWID")
             con.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v) WITHOUT ROWID")
             con.executemany("INSERT INTO freq VALUES (?, ?)", sorted(entries))
@@ -123,11 +122,6 @@ def build(path: Path, entries: Iterable[tuple[str, int]], total: int) -> None:
             con.commit()
         finally:
             con.close()
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def install(jieba: Any) -> bool:

@@ -90,16 +90,11 @@ class Kept:
                 if len(merged) >= MAX_ENTRIES:
                     break
                 merged[key] = value
-            directory = os.path.dirname(self._path)
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".rag-kept-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    marshal.dump(merged, fh)
-                os.replace(tmp, self._path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            from pathlib import Path
+
+            from app.safe_io import atomic_write_bytes  # fsynced, one rename
+
+            atomic_write_bytes(Path(self._path), marshal.dumps(merged))
             self._new.clear()
         except OSError:
             pass

@@ -121,7 +121,7 @@ def _data(target: str, json_text: bytes) -> bytes:
 def export_run(report: StreamedReport, out: Path) -> list[Path]:
     """Write the run page and the folder its table and case page read; returns the files
     written (the run page first)."""
-    from app.eval.report.io import atomic_write_text
+    from app.safe_io import atomic_write_text
     from app.view.pages import _lang, case_shell, run_page_of
 
     folder = _case_dir(out)
@@ -159,7 +159,7 @@ def export_run(report: StreamedReport, out: Path) -> list[Path]:
 
 def export_compare(base: Report, new: Report, comparison: Comparison, out: Path) -> list[Path]:
     """Write the compare page and one side-by-side page per paired case."""
-    from app.eval.report.io import atomic_write_text
+    from app.safe_io import atomic_write_text
 
     folder = _case_dir(out)
     olds = {c.id: c for c in base.cases}

@@ -80,7 +80,8 @@ def record_baseline(
     """
     # imported here: `rag prompts check` (check_header_baselines) needs none of the report
     # and statistics code (numpy, the report models)
-    from app.eval.report.io import atomic_write_text, load_report
+    from app.eval.report.io import load_report
+    from app.safe_io import atomic_write_text
 
     report = load_report(report_path)
     if report.partial:

@@ -45,6 +45,7 @@ from app.eval.scoring.calibrate import (
     verdict_for,
 )
 from app.retrieval.kb import KnowledgeBase
+from app.safe_io import create_new_bytes
 
 __all__ = ["CalibrationQueue", "calibration_routes", "labels_file"]
 
@@ -179,13 +180,8 @@ class CalibrationQueue:
         else:
             major, minor = _version(newest) or (1, 0)
             target = self.folder / _LABELS.format(major=major, minor=minor + 1)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(newest.read_bytes() if newest is not None else b"")
-        try:
-            os.link(tmp, target)  # never replaces a labels file
-        finally:
-            tmp.unlink(missing_ok=True)
+        # never replaces a labels file (FileExistsError)
+        create_new_bytes(target, newest.read_bytes() if newest is not None else b"")
         self.created.add(os.path.realpath(target))
         return target
 

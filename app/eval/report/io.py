@@ -4,8 +4,8 @@
   breakdowns, verdicts, the bad cases);
 * :func:`bad_cases` is the one "bad case" policy: the report computes it, and the pytest
   front end, ``scripts/ci_eval.py`` and the HTML page read ``report.bad_cases``;
-* :func:`write_report` writes ``report.model_dump_json()`` atomically (a temporary file in
-  the same folder + ``os.replace``) after refusing any NaN/infinity, plus the markdown
+* :func:`write_report` writes ``report.model_dump_json()`` as a new file, atomically
+  (:func:`app.safe_io.write_new_chunks`) after refusing any NaN/infinity, plus the markdown
   summary beside it (:mod:`app.eval.report.render`);
 * :func:`load_report` is the one typed reader: every part of the project that opens a
   report file calls it. A schema version 1 report is converted (:mod:`app.eval.report.v1`);
@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
 
 from pydantic import ValidationError
 
@@ -49,12 +46,18 @@ from app.eval.scoring.base import MetricSpec
 from app.eval.scoring.thresholds import ThresholdSet, verdicts
 from app.limits import limit
 from app.paths import repo_root
-from app.safe_io import UnsafeInput, parse_json, read_text
+from app.safe_io import (  # the one home of atomic writes
+    Chunks,
+    UnsafeInput,
+    parse_json,
+    read_text,
+    write_new_chunks,
+    write_new_text,
+)
 from app.wellformed import clean, model_json
 
 __all__ = [
     "SCHEMA_VERSION",
-    "atomic_write_text",
     "bad_cases",
     "build_report",
     "build_summary",
@@ -64,7 +67,6 @@ __all__ = [
     "report_filename",
     "schema_path",
     "validate_report",
-    "write_new_chunks",
     "write_report",
     "write_report_rows",
 ]
@@ -212,142 +214,6 @@ def assert_no_nan(node: object, where: str) -> None:
     elif isinstance(node, list | tuple):
         for i, value in enumerate(node):
             assert_no_nan(value, f"{where}[{i}]")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, someone else's
-        return True
-    return True
-
-
-def sweep_stale_temp_files(folder: Path) -> list[Path]:
-    """Remove ``.<name>.<pid>.<random>.tmp`` files whose writing process is gone (a kill
-    between creating and renaming them); returns what was removed."""
-    removed: list[Path] = []
-    if not folder.is_dir():
-        return removed
-    for tmp in folder.glob(".*.tmp"):
-        parts = tmp.name.split(".")
-        pid = next((int(x) for x in reversed(parts[:-2]) if x.isdigit()), None)
-        if pid is not None and pid != os.getpid() and not _pid_alive(pid):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
-
-
-def _chmod_ordinary(fd: int) -> None:
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # temp files are 0600; a report is an ordinary file
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (temp file in the same folder + rename).
-    The temp file's name carries the writer's pid, so a later write sweeps what a killed
-    writer left behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale_temp_files(path.parent)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
-    )
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(clean(text))  # text that is not valid Unicode: U+FFFD (app/wellformed.py)
-            fh.flush()
-            os.fsync(fh.fileno())
-            _chmod_ordinary(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _candidates(path: Path) -> Iterator[Path]:
-    yield path
-    for n in range(2, 1000):
-        yield path.with_name(f"{path.stem}-{n}{path.suffix}")
-
-
-Chunks = Callable[[], Iterable[bytes]]
-
-
-def _write_all(fh: BinaryIO, chunks: Chunks) -> None:
-    for chunk in chunks():
-        fh.write(chunk)
-    fh.flush()
-    os.fsync(fh.fileno())
-    _chmod_ordinary(fh.fileno())
-
-
-def _link_unnamed(path: Path, chunks: Chunks) -> Path | None:
-    """Linux: write into an unnamed ``O_TMPFILE`` and link it in when complete (a kill
-    leaves nothing); None where that is not available."""
-    flag = getattr(os, "O_TMPFILE", None)
-    if flag is None:
-        return None
-    try:
-        fd = os.open(path.parent, flag | os.O_WRONLY, 0o666)
-    except OSError:
-        return None
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            _write_all(fh, chunks)
-            for target in _candidates(path):
-                try:  # linkat(AT_SYMLINK_FOLLOW) through /proc: a dir_fd selects linkat
-                    os.link(f"/proc/self/fd/{fh.fileno()}", target.name, dst_dir_fd=dir_fd)
-                except FileExistsError:
-                    continue
-                except OSError:  # no /proc, or a file system that refuses: fall back
-                    return None
-                return target
-    finally:
-        os.close(dir_fd)
-    raise ReportError(f"{path}: 999 files of that name exist; clean up the folder")
-
-
-def write_new_text(path: Path, text: str) -> Path:
-    """Write ``text`` to a *new* file at ``path`` (or ``<stem>-2``, ``-3``… if it exists) and
-    return where; never replaces a file, never leaves a half-written or temp file.
-
-    On Linux the text goes into an unnamed file (``O_TMPFILE``) that is linked into place
-    only when complete: a ``kill -9`` at any moment leaves no file at all. Elsewhere a
-    pid-named temp file is linked (not renamed: a link refuses to replace) and removed; a
-    temp file a killed writer left is swept by the next write. Two processes writing the
-    same name both keep their file.
-    """
-    data = clean(text).encode("utf-8")  # not valid Unicode: U+FFFD (app/wellformed.py)
-    return write_new_chunks(path, lambda: (data,))
-
-
-def write_new_chunks(path: Path, chunks: Chunks) -> Path:
-    """:func:`write_new_text` of the bytes ``chunks()`` yields, written as they come (a
-    report of 10,000 cases is never one string in memory). ``chunks`` may be called twice
-    (a file system without ``O_TMPFILE`` linking): it must give the same bytes again."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written = _link_unnamed(path, chunks)
-    if written is not None:
-        return written
-    sweep_stale_temp_files(path.parent)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
-    )
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            _write_all(fh, chunks)
-        for target in _candidates(path):
-            try:
-                os.link(tmp, target)
-            except FileExistsError:
-                continue
-            return target
-        raise ReportError(f"{path}: 999 files of that name exist; clean up the folder")
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def report_filename(created_at: str, run_id: str | None = None) -> str:

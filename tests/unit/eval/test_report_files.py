@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from app.eval.report.io import report_filename, sweep_stale_temp_files, write_new_text
+from app.eval.report.io import report_filename
+from app.safe_io import sweep_stale_temp_files, write_new_text
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -21,7 +22,7 @@ WRITER = """
 import sys, json
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from app.eval.report.io import write_new_text
+from app.safe_io import write_new_text
 out = Path(sys.argv[1]); tag = sys.argv[2]
 blob = json.dumps({{"tag": tag, "pad": "x" * 1_000_000}})
 print("READY", flush=True)
@@ -51,7 +52,7 @@ def test_concurrent_writers_of_the_same_name_all_keep_their_file(tmp_path: Path)
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
         "from pathlib import Path\n"
-        "from app.eval.report.io import write_new_text\n"
+        "from app.safe_io import write_new_text\n"
         "import time; t = float(sys.argv[2])\n"
         "while time.time() < t: pass\n"
         "print(write_new_text(Path(sys.argv[1]) / 'eval_same.json', sys.argv[3]))\n"
