@@ -53,6 +53,45 @@ class _EvalGroup(click.Group):
         return command
 
 
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+class Duration(click.ParamType["float", Any]):
+    """A duration: ``25h``, ``90m``, ``600s`` or a number of seconds; returned in seconds."""
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, (int, float)):
+            seconds = float(value)
+        else:
+            text = str(value).strip().lower()
+            unit = _UNITS.get(text[-1:])
+            try:
+                seconds = float(text[:-1] if unit else text) * (unit or 1.0)
+            except ValueError:
+                self.fail(f"{value!r} is not a duration — write e.g. 25h, 90m or 600s", param, ctx)
+        if not 0 < seconds < float("inf"):
+            self.fail(f"{value!r}: give a duration above 0 (e.g. 25h)", param, ctx)
+        return seconds
+
+
+class _ConsoleLines(logging.Handler):
+    """Log records (INFO and up) as lines on the run's console, above its progress bar."""
+
+    def __init__(self, console: Any) -> None:
+        super().__init__(logging.INFO)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.console.print(record.getMessage(), soft_wrap=True, markup=False, highlight=False)
+        except Exception:  # a console that cannot print never stops the run
+            self.handleError(record)
+
+
 def _missing(name: str, module: str, help_text: str) -> click.Command:
     def callback() -> None:
         raise click.UsageError(f"`rag eval {name}` is not available: {module} is not installed")
@@ -123,6 +162,16 @@ def cli() -> None:
     help="Seconds before the first status poll of a batch (then x1.5, at most 300).",
 )
 @click.option(
+    "--batch-timeout",
+    "batch_timeout_s",
+    default="25h",
+    show_default=True,
+    type=Duration(),
+    help="Give up waiting for a batch that has not ended after this long (25h, 90m, 600s): "
+    "its calls fail with a message, the batch stays recorded and --resume re-attaches to it "
+    "(nothing is submitted twice). Both APIs end a batch within 24 h.",
+)
+@click.option(
     "--batch-flush",
     "batch_flush_s",
     default=2.0,
@@ -175,6 +224,7 @@ def run_cmd(
     batch: bool,
     batch_poll_s: float,
     batch_flush_s: float,
+    batch_timeout_s: float,
     limit: int | None,
     allow_weak_judge: bool,
     k: int,
@@ -226,6 +276,7 @@ def run_cmd(
         batch=batch,
         batch_poll_s=batch_poll_s,
         batch_flush_s=batch_flush_s,
+        batch_timeout_s=batch_timeout_s,
         gate=gate or "thresholds",  # type: ignore[arg-type]
         **options.run_fields(ctx.params),
     )
@@ -257,6 +308,12 @@ def run_cmd(
         progress.update(task, total=p.total, completed=p.done, cost=p.cost, errors=p.errors)
 
     command = ["rag", *(shlex.quote(a) for a in sys.argv[1:])] if sys.argv else []
+    # a batch's progress and a provider that stops answering, printed above the bar
+    batch_log = logging.getLogger("app.llm.batch")
+    batch_lines = _ConsoleLines(err)
+    batch_log.addHandler(batch_lines)
+    batch_level = batch_log.level
+    batch_log.setLevel(logging.INFO)
     try:
         try:
             outcome = run_sync(
@@ -270,6 +327,8 @@ def run_cmd(
             )
         finally:
             progress.stop()
+            batch_log.removeHandler(batch_lines)
+            batch_log.setLevel(batch_level)
     except KeyboardInterrupt:
         err.print(
             f"interrupted: finished cases are checkpointed; resume with rag eval run --resume {run_id}"

@@ -67,6 +67,8 @@ class RunConfig(BaseModel):
     batch: Operational[bool] = False  # provider batch APIs for cache-missing calls (app.llm.batch)
     batch_poll_s: Operational[float] = 10.0
     batch_flush_s: Operational[float] = 2.0
+    # --batch-timeout: a batch not ended after this long is given up here (kept for --resume)
+    batch_timeout_s: Operational[float] = Field(default=25 * 3600.0, gt=0)
     limit: Decides[int | None] = None
     max_cost: Operational[float | None] = None
     allow_weak_judge: Decides[bool] = False

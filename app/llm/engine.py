@@ -50,7 +50,7 @@ from app.llm.recording import (
     record_call,
     recording,
 )
-from app.llm.retry import RetryBudget, RetryPolicy
+from app.llm.retry import THROTTLE_STATUS, RetryBudget, RetryPolicy
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest, Completion
 from app.redact import install_log_redaction
@@ -62,8 +62,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["CallRecord", "Engine", "EngineConfig", "EngineStats", "invalid_text", "recording"]
-
-THROTTLE_STATUS = frozenset({429, 529})  # 529: Anthropic "overloaded"
 
 
 @dataclass(frozen=True)

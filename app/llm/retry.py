@@ -9,12 +9,29 @@ before retry ``k`` (k = 1, 2, …) is ``uniform(0, min(max_delay_s, base_delay_s
 not use up ``max_attempts`` (each call may wait out up to ``max_throttled`` of them).
 Besides the per-call limits, a :class:`RetryBudget` that grows with the run bounds the
 retries of the whole run, so a dead endpoint costs seconds, not hours.
+
+:func:`retrying` applies the policy to one call that is not a model call (a batch's submit,
+status poll or result download, :mod:`app.llm.batch`): the same attempts, throttle rule and
+delays as the engine's loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+from app.errors import ProviderError
+
+T = TypeVar("T")
+
+#: replies that are the server's flow control, not a failed attempt (529: Anthropic overloaded)
+THROTTLE_STATUS = frozenset({429, 529})
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -86,3 +103,33 @@ class RetryBudget:
             "used": self.used,
             "refused": self.refused,
         }
+
+
+async def retrying(
+    call: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    rng: random.Random,
+    *,
+    what: str,
+) -> T:
+    """``await call()``, retried under ``policy`` while it raises a retryable
+    :class:`~app.errors.ProviderError` (a ``429``/``529`` counts against ``max_throttled``,
+    anything else against ``max_attempts``); the last error is raised as it is."""
+    failures = throttled = 0
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await call()
+        except ProviderError as exc:
+            if exc.status in THROTTLE_STATUS:
+                throttled += 1
+                spent = throttled > policy.max_throttled
+            else:
+                failures += 1
+                spent = failures >= policy.max_attempts
+            if not exc.retryable or spent:
+                raise
+            delay = policy.delay(attempt, exc.retry_after, rng)
+            log.info("retrying %s in %.2fs (attempt %d): %s", what, delay, attempt + 1, exc)
+            await asyncio.sleep(delay)

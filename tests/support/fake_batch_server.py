@@ -71,7 +71,10 @@ class FakeBatchServer:
         expire_keep: int = 0,
         garble: Callable[[str, dict[str, Any]], object] = lambda _cid, reply: reply,
         extra_lines: tuple[str, ...] = (),
+        fail_results: int = 0,
     ) -> None:
+        self.fail_results = fail_results  # the first N result downloads answer 500
+        self.down = False  # True: every request answers 503 (a provider that stopped answering)
         self.garble = garble
         self.extra_lines = extra_lines
         self.polls_to_end = polls_to_end
@@ -314,8 +317,24 @@ class FakeBatchServer:
                 n = int(self.headers.get("content-length") or 0)
                 return self.rfile.read(n)
 
+            def _fault(self, path: str) -> bool:
+                """The server's injected faults; True when one answered."""
+                if server.down:
+                    self._json(503, {"error": {"type": "overloaded", "message": "down"}})
+                    return True
+                results = path.endswith("/results") or path.endswith("/content")
+                if results and server.fail_results > 0:
+                    with server.lock:
+                        server.fail_results -= 1
+                        server.stats["results"] += 1
+                    self._json(500, {"error": {"type": "api_error", "message": "try again"}})
+                    return True
+                return False
+
             def do_GET(self) -> None:
                 path = self.path.split("?")[0]
+                if self._fault(path):
+                    return
                 if m := re.fullmatch(r"/v1/messages/batches/([^/]+)", path):
                     b = server.batches.get(m.group(1))
                     if b is None:
@@ -358,6 +377,8 @@ class FakeBatchServer:
             def do_POST(self) -> None:
                 path = self.path.split("?")[0]
                 raw = self._body()
+                if self._fault(path):
+                    return
                 if path == "/v1/messages/batches":
                     body = json.loads(raw)
                     b = server._new_batch("anthropic", body["requests"])

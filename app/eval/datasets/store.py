@@ -119,9 +119,9 @@ def locked(folder: Path, *, timeout: float = 60.0) -> Iterator[None]:
                     raise
                 if time.monotonic() >= deadline:
                     raise Conflict(
-                        f"{Path(folder) / LOCK}: another rag process has been writing this "
-                        f"datasets folder for {timeout:.0f} s — wait for it to finish (or stop "
-                        "it), then save again"
+                        f"{Path(folder) / LOCK}: another writer (an editor, an import, "
+                        f"new-version) has been writing this datasets folder for {timeout:.0f} s "
+                        "— wait for it to finish (or stop it), then save again"
                     ) from None
                 time.sleep(0.01)
         depth[key] = 1

@@ -95,7 +95,11 @@ def _batcher(config: RunConfig) -> Any:
             "them): drop --no-cache"
         )
     return Batcher(
-        BatchConfig(poll_initial_s=config.batch_poll_s, flush_idle_s=config.batch_flush_s)
+        BatchConfig(
+            poll_initial_s=config.batch_poll_s,
+            flush_idle_s=config.batch_flush_s,
+            deadline_s=config.batch_timeout_s,
+        )
     )
 
 

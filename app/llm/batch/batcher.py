@@ -1,23 +1,40 @@
-"""The batcher: turns cache-missing calls into provider batches and back into completions."""
+"""The batcher: turns cache-missing calls into provider batches and back into completions.
+
+Each step against the provider — submit, status poll, result download — is retried under the
+run's :class:`~app.llm.retry.RetryPolicy` (:func:`~app.llm.retry.retrying`). A batch that is
+with the provider is never given up silently and never submitted twice: when its results
+cannot be downloaded, when it does not end within ``deadline_s`` (``--batch-timeout``) or when
+the provider stops answering its status polls for ``unreachable_s``, its calls fail with a
+message saying so and the batch stays recorded as submitted, so ``--resume`` (or any later
+run asking the same calls) re-attaches to it instead of paying again. Every change of a
+batch's counts is reported (``progress``: the run's console, else the log).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.errors import ProviderError
-from app.llm.batch.apis import BatchAPI, BatchItem, api_for
+from app.llm.batch.apis import BatchAPI, BatchItem, BatchStatus, api_for
 from app.llm.batch.store import BatchStore
 from app.llm.providers.base import Provider
+from app.llm.retry import RetryPolicy, retrying
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest, Completion
 
 log = logging.getLogger(__name__)
 
 BATCH_FAMILIES = frozenset({"anthropic", "openai"})
+
+#: ``--batch-timeout``'s default: both APIs end (or expire) a batch within 24 h; one more hour
+#: to see it end and download its results
+DEFAULT_TIMEOUT_S = 25 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -27,7 +44,11 @@ class BatchConfig:
     poll_initial_s: float = 10.0
     poll_factor: float = 1.5
     poll_max_s: float = 300.0
-    deadline_s: float = 26 * 3600.0  # both APIs end a batch within 24 h
+    deadline_s: float = DEFAULT_TIMEOUT_S  # --batch-timeout: both APIs end a batch within 24 h
+    unreachable_s: float = 1800.0  # status polls failing (after retries) this long: reported
+    retry: RetryPolicy = field(
+        default_factory=RetryPolicy
+    )  # each submit / status / results request
     max_rounds: int = 2  # submissions per call: the first + one for an expired/transient item
     state_path: Path | None = None  # default: <cache dir>/llm/batches.sqlite3
 
@@ -62,9 +83,16 @@ class _Group:
 class Batcher:
     """Give it to :class:`app.llm.engine.Engine` (``Engine(config, batcher=…)``)."""
 
-    def __init__(self, config: BatchConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: BatchConfig | None = None,
+        *,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
         self.config = config or BatchConfig()
         self.stats = BatchStats()
+        self.progress = progress  # one line per change of a batch (None: the log, INFO)
+        self._rng = random.Random()
         if self.config.state_path is not None:
             path = self.config.state_path
         else:
@@ -135,22 +163,18 @@ class Batcher:
 
     async def _submit(self, spec: ProviderSpec, api: BatchAPI, take: list[_Waiter]) -> None:
         items = [BatchItem(custom_id=w.key, request=w.request, model=w.model) for w in take]
-        delay = 2.0
-        for attempt in range(1, 4):
-            try:
-                batch_id = await api.submit(items)
-                break
-            except ProviderError as exc:
-                if not exc.retryable or attempt == 3:
-                    for w in take:
-                        self._fail(w, exc)
-                    return
-                await asyncio.sleep(exc.retry_after or delay)
-                delay *= 2
-            except Exception as exc:  # a defect or an unwrapped client error: no hang
-                for w in take:
-                    self._fail(w, _unexpected("submit", exc, "nothing was submitted"))
-                return
+        try:
+            batch_id = await retrying(
+                lambda: api.submit(items), self.config.retry, self._rng, what="batch submit"
+            )
+        except ProviderError as exc:
+            for w in take:
+                self._fail(w, exc)
+            return
+        except Exception as exc:  # a defect or an unwrapped client error: no hang
+            for w in take:
+                self._fail(w, _unexpected("submit", exc, "nothing was submitted"))
+            return
         for w in take:
             w.rounds += 1
         try:
@@ -181,46 +205,97 @@ class Batcher:
                 self._poll(batch_id, api)
             )
 
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
+        else:
+            log.info("%s", line)
+
     async def _poll(self, batch_id: str, api: BatchAPI) -> None:
         cfg = self.config
-        started = time.monotonic()
+        started = last_answer = time.monotonic()
         wait = cfg.poll_initial_s
+        seen: tuple[str, tuple[tuple[str, int], ...]] | None = None
+        failed_polls = 0
         try:
             while True:
+                status: BatchStatus | None = None
                 try:
-                    status = await api.status(batch_id)
+                    status = await retrying(
+                        lambda: api.status(batch_id), cfg.retry, self._rng, what="batch status"
+                    )
                     self.stats.polls += 1
+                    last_answer, failed_polls = time.monotonic(), 0
                 except ProviderError as exc:
-                    if not exc.retryable:
+                    if exc.status == 404:  # the provider does not know the batch (any more)
                         self._fail_batch(batch_id, exc)
                         return
-                    status = None
+                    if not exc.retryable:  # a key or permission: the batch is still there
+                        self._fail_batch(
+                            batch_id, _kept(batch_id, f"status failed: {exc}"), keep=True
+                        )
+                        return
+                    failed_polls += 1
+                    silent = time.monotonic() - last_answer
+                    self._say(
+                        f"batch {batch_id}: no answer from the provider for {_span(silent)} "
+                        f"({failed_polls} status poll(s) failed after retries; last: {exc})"
+                    )
+                    if silent >= cfg.unreachable_s:
+                        self._fail_batch(
+                            batch_id,
+                            _kept(
+                                batch_id,
+                                f"the provider stopped answering: no status for {_span(silent)} "
+                                f"({failed_polls} polls failed after retries; last error: {exc})",
+                            ),
+                            keep=True,
+                        )
+                        return
                 except Exception as exc:
                     self._fail_batch(batch_id, _unexpected("status", exc, _KEPT), keep=True)
                     return
                 if status is not None and status.ended:
                     break
-                if time.monotonic() - started > cfg.deadline_s:
+                if (
+                    status is not None
+                    and (status.state, tuple(sorted(status.counts.items()))) != seen
+                ):
+                    seen = (status.state, tuple(sorted(status.counts.items())))
+                    counts = ", ".join(f"{k} {v}" for k, v in status.counts.items())
+                    self._say(
+                        f"batch {batch_id}: {status.state} ({counts}) after "
+                        f"{_span(time.monotonic() - started)}"
+                    )
+                elapsed = time.monotonic() - started
+                if elapsed > cfg.deadline_s:
                     self._fail_batch(
                         batch_id,
-                        ProviderError(
-                            f"batch {batch_id} did not end within {cfg.deadline_s:g}s; it stays "
-                            "recorded, and --resume re-attaches to it"
+                        _kept(
+                            batch_id,
+                            f"did not end within --batch-timeout {_span(cfg.deadline_s)} "
+                            f"(last state: {status.state if status else 'unknown'})",
                         ),
                         keep=True,
                     )
                     return
-                await asyncio.sleep(wait)
+                await asyncio.sleep(min(wait, max(cfg.deadline_s - elapsed, 0.0) + 0.001))
                 wait = min(cfg.poll_max_s, wait * cfg.poll_factor)
             try:
-                results = await api.results(batch_id)
+                results = await retrying(
+                    lambda: api.results(batch_id), cfg.retry, self._rng, what="batch results"
+                )
             except ProviderError as exc:
-                self._fail_batch(batch_id, exc)
+                self._fail_batch(
+                    batch_id, _kept(batch_id, f"its results could not be downloaded: {exc}"),
+                    keep=True,
+                )  # fmt: skip
                 return
             except Exception as exc:
                 self._fail_batch(batch_id, _unexpected("results", exc, _KEPT), keep=True)
                 return
             self.stats.by_batch[batch_id] = status.state
+            self._say(f"batch {batch_id}: {status.state} after {_span(time.monotonic() - started)}")
             self._deliver(batch_id, api, results)
             self.store.finish(batch_id, "ended")
         except Exception as exc:  # the batch store failed (or a defect): no call waits for ever
@@ -277,6 +352,24 @@ class Batcher:
 _KEPT = "the batch stays recorded and --resume re-attaches to it"
 
 
+def _kept(batch_id: str, what: str) -> ProviderError:
+    """A batch given up by this process but kept: its calls fail with this (retryable: a
+    rerun or ``--resume`` re-attaches to the batch, it is never submitted again)."""
+    return ProviderError(
+        f"batch {batch_id} {what}; it stays recorded as submitted — `rag eval run --resume` "
+        "(or any run asking the same calls) re-attaches to it and submits nothing twice",
+        retryable=True,
+    )
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
 def _unexpected(step: str, exc: Exception, then: str) -> ProviderError:
     """Anything but a ProviderError from a batch adapter: a defect or a reply it did not
     expect. It fails the calls (never leaves them waiting); the text is redacted."""
@@ -299,4 +392,4 @@ def _spec_of(api: BatchAPI, model: str) -> ProviderSpec:
     return ProviderSpec(family=provider.spec.family, model=model, base_url=provider.spec.base_url)
 
 
-__all__ = ["BatchConfig", "BatchStats", "Batcher"]
+__all__ = ["DEFAULT_TIMEOUT_S", "BatchConfig", "BatchStats", "Batcher"]

@@ -59,7 +59,6 @@ RUN_ONLY = {
     ("app/eval/run/runner.py", "--batch"): "diff-prompt has no --batch",
     ("app/eval/run/runner.py", "--resume"): "with --batch only",
     ("app/eval/run/checkpoint.py", "--resume"): "a resumed run's checkpoint",
-    ("app/llm/batch/batcher.py", "--resume"): "with --batch only",
 }
 
 

@@ -16,6 +16,7 @@ from app.errors import MalformedReply, ProviderError
 from app.llm.batch import BatchConfig, Batcher
 from app.llm.engine import Engine, EngineConfig
 from app.llm.pricing import PRICES_FILE
+from app.llm.retry import RetryPolicy
 from app.llm.types import ChatRequest, Completion, Message
 from tests.support.fake_batch_server import FakeBatchServer
 
@@ -248,3 +249,77 @@ async def test_a_failing_batch_store_fails_the_calls_instead_of_hanging(
     said = str(results[0])
     assert "batch store" in said and "database or disk is full" in said, said
     assert re.search(r"batch (msg)?batch_\w+ ", said), said  # names the batch
+
+
+RETRY_FAST = {"retry": RetryPolicy(base_delay_s=0.001, max_delay_s=0.001)}
+
+
+async def test_a_result_download_that_fails_once_is_retried_not_resubmitted(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One 500 while downloading the results failed every case of the batch, marked it
+    failed, and the rerun submitted (and paid) it again."""
+    with FakeBatchServer(fail_results=1) as server:
+        provider = _provider(api, server, monkeypatch)
+        results = await asyncio.wait_for(_run(_engine(tmp_path, **RETRY_FAST), provider, 5), 30)
+        assert [getattr(r, "text", r) for r in results] == [f"echo: 问题 {i}" for i in range(5)]
+        assert server.stats["batches"] == 1 and server.stats["requests"] == 5
+        assert server.fail_results == 0  # the failing download was asked, then retried
+
+
+async def test_results_that_cannot_be_downloaded_stay_for_resume(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeBatchServer(fail_results=100) as server:
+        provider = _provider(api, server, monkeypatch)
+        first = await asyncio.wait_for(_run(_engine(tmp_path, **RETRY_FAST), provider, 4), 30)
+        assert all(type(r) is ProviderError for r in first), first
+        said = str(first[0])
+        assert "results could not be downloaded" in said and "--resume" in said, said
+        server.fail_results = 0  # the provider serves the results again: a rerun collects them
+        again = _engine(tmp_path, **RETRY_FAST)
+        results = await asyncio.wait_for(_run(again, provider, 4), 30)
+        assert [getattr(r, "text", r) for r in results] == [f"echo: 问题 {i}" for i in range(4)]
+        assert server.stats["batches"] == 1 and server.stats["requests"] == 4  # paid once
+        assert again.batcher is not None and again.batcher.stats.reattached == 4
+
+
+async def test_a_batch_that_never_ends_stops_at_its_bound_with_progress(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines: list[str] = []
+    with FakeBatchServer(polls_to_end=10**9) as server:
+        provider = _provider(api, server, monkeypatch)
+        engine = _engine(tmp_path, deadline_s=0.3, **RETRY_FAST)
+        assert engine.batcher is not None
+        engine.batcher.progress = lines.append
+        results = await asyncio.wait_for(_run(engine, provider, 3), 30)
+    assert all(type(r) is ProviderError for r in results), results
+    said = str(results[0])
+    assert "did not end within --batch-timeout 0.3 s" in said and "--resume" in said, said
+    assert lines and all(line.startswith("batch ") for line in lines)
+    assert any("in_progress" in line or "validating" in line for line in lines), lines
+    assert server.stats["batches"] == 1
+
+
+async def test_a_provider_that_stops_answering_is_reported(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines: list[str] = []
+    with FakeBatchServer(polls_to_end=10**9) as server:
+        provider = _provider(api, server, monkeypatch)
+        engine = _engine(tmp_path, unreachable_s=0.2, **RETRY_FAST)
+        assert engine.batcher is not None
+        engine.batcher.progress = lines.append
+        tasks = [asyncio.create_task(engine.generate(provider, _req(i))) for i in range(3)]
+        for _ in range(500):  # until the batch is submitted and polled once
+            if server.stats["polls"] >= 1:
+                break
+            await asyncio.sleep(0.01)
+        server.down = True
+        results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
+        await engine.aclose()
+    assert all(type(r) is ProviderError for r in results), results
+    said = str(results[0])
+    assert "the provider stopped answering" in said and "503" in said, said
+    assert any("no answer from the provider" in line for line in lines), lines
