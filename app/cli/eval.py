@@ -7,13 +7,16 @@ usage. The status line says which.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
 import shlex
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +26,9 @@ from app.cli.eval_summary import (
     gate_exit_code as gate_exit_code,  # re-exported (rag eval merge, tests)
 )
 from app.errors import RagError, RuntimeFailure
+
+if TYPE_CHECKING:
+    from app.eval.config import RunConfig
 
 # sub-command name -> (module, attribute); imported only when used, so `rag eval --help`
 # works before (and without) app/cli/eval_compare.py.
@@ -102,6 +108,67 @@ def _missing(name: str, module: str, help_text: str) -> click.Command:
 @click.group(cls=_EvalGroup)
 def cli() -> None:
     """Run evaluation suites, compare reports, record baselines."""
+
+
+@dataclass(frozen=True)
+class EvalRunOptions:
+    """Everything ``rag eval run`` was given, typed, built once by the click layer
+    (:func:`eval_run_options`): the run's configuration and how to run it."""
+
+    config: RunConfig
+    resume: str | None = None  # RUN_ID: finish that run with its stored configuration
+    out_dir: Path | None = None
+    quiet: bool = False
+    langfuse: bool = False
+
+
+def eval_run_options(params: Mapping[str, Any]) -> EvalRunOptions:
+    """``rag eval run``'s parameter values (``ctx.params``) as one typed value; a usage
+    error names the options that do not go together."""
+    from app.eval.config import RunConfig
+
+    suite, dataset_path = params["suite"], params["dataset_path"]
+    resume = params["resume"]
+    if suite is None and dataset_path is None and resume is None:
+        raise click.UsageError("give --suite S or --dataset FILE for a new run, or --resume RUN_ID")
+    if suite is not None and dataset_path is not None:
+        raise click.UsageError("give --suite S or --dataset FILE, not both")
+    if dataset_path is not None and params["dataset_version"] is not None:
+        raise click.UsageError("--dataset-version selects a suite's version; not with --dataset")
+    if dataset_path is not None:
+        from app.eval.datasets.check import suite_of
+
+        suite = suite_of(dataset_path)
+    config = RunConfig(
+        suite=suite or "",  # with --resume the stored configuration replaces this one
+        prompts=tuple(params["prompts"]),
+        shard=_shard_option(params["shard"]),
+        batch=params["batch"],
+        batch_poll_s=params["batch_poll_s"],
+        batch_flush_s=params["batch_flush_s"],
+        batch_timeout_s=params["batch_timeout_s"],
+        gate=params["gate"] or "thresholds",
+        **options.run_fields(params),
+    )
+    return EvalRunOptions(
+        config=config,
+        resume=resume,
+        out_dir=params["out_dir"],
+        quiet=params["quiet"],
+        langfuse=params["langfuse"],
+    )
+
+
+def _typed_options(
+    command: Callable[[click.Context, EvalRunOptions], None],
+) -> Callable[..., None]:
+    """The click callback: its options' values become one :class:`EvalRunOptions`."""
+
+    @functools.wraps(command)
+    def callback(ctx: click.Context, /, **params: Any) -> None:
+        command(ctx, eval_run_options(params))
+
+    return callback
 
 
 @cli.command("run")
@@ -196,47 +263,8 @@ def cli() -> None:
     help="Upload the run to Langfuse as a dataset run (LANGFUSE_PUBLIC_KEY/SECRET_KEY/HOST).",
 )
 @click.pass_context
-def run_cmd(
-    ctx: click.Context,
-    suite: str | None,
-    dataset_version: str | None,
-    dataset_path: Path | None,
-    kb_path: Path | None,
-    prompts: tuple[str, ...],
-    model: str,
-    judge: str,
-    judge_samples: int,
-    metrics: str,
-    concurrency: int,
-    workers: int | Literal["auto"],
-    rpm: float | None,
-    tpm: float | None,
-    timeout_s: float,
-    max_attempts: int,
-    max_errors: float,
-    retry_budget: int | None,
-    resume: str | None,
-    out_dir: Path | None,
-    max_cost: float | None,
-    no_cache: bool,
-    refresh_cache: bool,
-    shard: str | None,
-    batch: bool,
-    batch_poll_s: float,
-    batch_flush_s: float,
-    batch_timeout_s: float,
-    limit: int | None,
-    allow_weak_judge: bool,
-    k: int,
-    seed: int,
-    retriever: str,
-    max_tokens: int | None,
-    temperature: float | None,
-    allow_unlisted_model: bool,
-    quiet: bool,
-    gate: str | None,
-    langfuse: bool,
-) -> None:
+@_typed_options
+def run_cmd(ctx: click.Context, run: EvalRunOptions) -> None:
     """Run a suite through the pipeline, score it, write reports/eval_<UTC>.json (+ .md)."""
     from rich.console import Console
     from rich.progress import (
@@ -248,20 +276,16 @@ def run_cmd(
         TimeRemainingColumn,
     )
 
-    from app.eval.config import RunConfig
     from app.eval.run.runner import new_run_id, run_sync
 
-    if suite is None and dataset_path is None and resume is None:
-        raise click.UsageError("give --suite S or --dataset FILE for a new run, or --resume RUN_ID")
-    if suite is not None and dataset_path is not None:
-        raise click.UsageError("give --suite S or --dataset FILE, not both")
-    if dataset_path is not None and dataset_version is not None:
-        raise click.UsageError("--dataset-version selects a suite's version; not with --dataset")
-    if dataset_path is not None:
-        from app.eval.datasets.check import suite_of
-
-        suite = suite_of(dataset_path)
-
+    config, resume, out_dir, quiet, langfuse = (
+        run.config,
+        run.resume,
+        run.out_dir,
+        run.quiet,
+        run.langfuse,
+    )
+    suite = config.suite or None
     # per-answer audit warnings (injection detected, invalid citations) are in each case's
     # trace in the report; printed here they would only interleave with the progress bar
     logging.getLogger("app.generation").setLevel(logging.ERROR)
@@ -269,17 +293,6 @@ def run_cmd(
         from app.integrations.langfuse import preflight
 
         preflight()
-    config = RunConfig(
-        suite=suite or "",  # with --resume the stored configuration replaces this one
-        prompts=tuple(prompts),
-        shard=_shard_option(shard),
-        batch=batch,
-        batch_poll_s=batch_poll_s,
-        batch_flush_s=batch_flush_s,
-        batch_timeout_s=batch_timeout_s,
-        gate=gate or "thresholds",  # type: ignore[arg-type]
-        **options.run_fields(ctx.params),
-    )
     err = Console(stderr=True)
     run_id = resume or new_run_id()
     err.print(
