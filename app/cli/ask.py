@@ -57,6 +57,11 @@ def _read_history(path: Path) -> tuple[Message, ...]:
     show_default=True,
     help="Reader group(s); repeat or comma-separate (public, employee, hr, finance, exec).",
 )
+@click.option(
+    "--user",
+    default=None,
+    help="User or session id: picks the arm of a prompt under a staged rollout.",
+)
 @options.model
 @click.option(
     "--prompt",
@@ -85,6 +90,7 @@ def cli(
     question: str,
     history_file: Path | None,
     acl: tuple[str, ...],
+    user: str | None,
     model: str,
     qa_prompt: str,
     kb_path: Path | None,
@@ -133,7 +139,7 @@ def cli(
     async def run() -> Any:
         engine = Engine(EngineConfig(timeout_s=timeout_s, max_attempts=max_attempts))
         try:
-            return await Pipeline(config, engine).answer(question, history, groups)
+            return await Pipeline(config, engine).answer(question, history, groups, user=user)
         finally:
             await engine.aclose()
 

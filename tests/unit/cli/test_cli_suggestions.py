@@ -50,6 +50,8 @@ NOT_RUN = {
     "app/eval/scoring/calibrate.py": "rag judge calibrate",
     "app/generation/registry/__init__.py": "rag prompts check --root",
     "app/generation/registry/review.py": "rag prompts review",
+    "app/generation/registry/authoring.py": "rag prompts new / lock / rollback / prune / canary",
+    "app/generation/registry/rollout.py": "rag prompts canary, rag prompts rollout status",
 }
 # (file, option) -> why `rag eval diff-prompt` cannot reach the message naming the option
 RUN_ONLY = {

@@ -73,3 +73,13 @@ def test_mixture_ratio_and_radius_by_hand() -> None:
         pytest.approx(1 / 30),
         pytest.approx(1 / 30),
     ]
+
+
+if __name__ == "__main__":  # the figures quoted in docs/operations.md
+    theta, var = _days(BASE, seed=20261205)
+    naive = (np.abs(theta / np.sqrt(var)) > stats.norm.ppf(1 - ALPHA / 2)).any(axis=1).mean()
+    print(f"{REPS} days × {HOURS} hourly looks, {USERS_PER_HOUR} users/hour/arm, 👎 {BASE:.0%}")
+    print(f"equal arms flagged: mSPRT {_flagged(theta, var).mean():.1%}, naive z-test {naive:.1%}")
+    for extra in (0.01, 0.02):
+        theta, var = _days(BASE + extra, seed=7)
+        print(f"candidate +{extra * 100:.0f} pp flagged: {_flagged(theta, var).mean():.1%}")
