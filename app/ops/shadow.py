@@ -165,7 +165,7 @@ async def replay(
             return ShadowItem(
                 trace_id=rec.trace_id,
                 question=rec.question,
-                acl=rec.user_acl,
+                acl=list(rec.user_acl),
                 history_turns=len(history),
                 logged_mode=rec.mode,
                 new_mode="error",
@@ -191,7 +191,7 @@ async def replay(
         return ShadowItem(
             trace_id=rec.trace_id,
             question=rec.question,
-            acl=rec.user_acl,
+            acl=list(rec.user_acl),
             history_turns=len(history),
             logged_mode=rec.mode,
             new_mode=t.mode,

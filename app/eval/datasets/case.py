@@ -35,6 +35,7 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from app.errors import DatasetError
 from app.paths import datasets_dir
+from app.retrieval.kb import ACL_GROUPS, Group  # the one ACL group list
 
 __all__ = [
     "ACL_GROUPS",
@@ -56,7 +57,6 @@ __all__ = [
     "suite_stats",
 ]
 
-ACL_GROUPS = ("public", "employee", "hr", "finance", "exec")
 DIFFICULTIES = ("easy", "medium", "hard")
 FILE_NAME_RE = re.compile(
     r"^(?P<name>[a-z][a-z0-9_]*?)_v(?P<major>[0-9]+)\.(?P<minor>[0-9]+)\.jsonl$"
@@ -72,7 +72,6 @@ ID_MAX_LENGTH = 64
 # the placeholder `rag datasets new-version` writes into CHANGELOG.md (--changed-since refuses it)
 CHANGELOG_STUB = "(describe what changed and why)"
 
-Group = Literal["public", "employee", "hr", "finance", "exec"]
 Difficulty = Literal["easy", "medium", "hard"]
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.paths import logs_dir
+from app.retrieval.kb import Group, reader_groups
 from app.text.refusal import REFUSAL_MODES
 from app.wellformed import clean
 
@@ -89,6 +90,10 @@ class LoggedArm(_Record):
     version: str  # qualified, e.g. system/kb_qa_v3
 
 
+def _public() -> list[Group]:
+    return ["public"]
+
+
 class AnswerRecord(_Record):
     """One ``"event": "answer"`` line. Fields an older line lacks are ``None`` (or, for
     ``refused``, derived from ``mode`` and ``rejected`` as the pipeline then did)."""
@@ -99,7 +104,7 @@ class AnswerRecord(_Record):
     model: str
     mode: str
     question: str
-    user_acl: list[str] = Field(default_factory=lambda: ["public"])
+    user_acl: list[Group] = Field(default_factory=_public)  # the one ACL rule (retrieval.kb)
     history: list[LoggedTurn] | None = None  # None: written before the log carried it
     answer: str | None = None
     refused: bool = False  # app.text.answer_refused, decided by the pipeline
@@ -161,7 +166,7 @@ def answer_record(answer: Answer, history: Sequence[Message]) -> AnswerRecord:
         mode=trace.mode,
         refused=answer.refused,
         latency_ms=trace.latency_ms,
-        user_acl=trace.user_acl,
+        user_acl=list(reader_groups(trace.user_acl)),
         question=trace.question,
         history=[LoggedTurn(role=m.role, content=m.content) for m in history],
         answer=answer.text,

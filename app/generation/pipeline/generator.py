@@ -69,7 +69,7 @@ from app.llm.types import Completion, EngineLike, Message, coerce_history
 from app.paths import kb_dir
 from app.retrieval.hybrid import make_retriever
 from app.retrieval.index import Hit, Retriever
-from app.retrieval.kb import KnowledgeBase, load_kb
+from app.retrieval.kb import KnowledgeBase, load_kb, reader_groups
 from app.retrieval.rerank import Reranker, get_reranker, merge_hits
 from app.text import answer_refused, is_uncertain
 
@@ -280,7 +280,7 @@ class Pipeline:
         turns = coerce_history(history)
         check_history([t.content for t in turns])
         run.history = turns
-        acl = sorted({user_acl} if isinstance(user_acl, str) else set(user_acl))
+        acl = list(reader_groups(user_acl))  # the one ACL rule: unknown groups refused
         lang = language_of(question)
         trace_id, created_at = new_trace_id(), utc_stamp()
         # the trace's fields and its injection record as plain dicts while the answer runs:
