@@ -40,6 +40,8 @@ TITLES = {
     "registry": "Prompt registry",
     "retrieval": "Retrieval",
     "feedback": "Editor feedback on a case",
+    "startup": "Start-up: the peer job to its first request",
+    "embed": "Embedding a new knowledge base",
 }
 
 

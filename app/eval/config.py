@@ -76,7 +76,7 @@ class RunConfig(BaseModel):
     seed: Decides[int] = 0
     thresholds_path: Decides[str | None] = None
     retriever: Decides[Literal["auto", "hybrid", "bm25"]] = (
-        "auto"  # app.retrieval.hybrid.make_retriever
+        "auto"  # app.retrieval.choose.make_retriever
     )
     max_tokens: Decides[int | None] = Field(default=None, ge=1)  # caps answer/rewrite/summary/judge
     temperature: Decides[float | None] = Field(

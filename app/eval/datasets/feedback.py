@@ -24,7 +24,7 @@ from typing import Any
 from app.eval.datasets.messages import Lang
 from app.generation.pipeline.assembly import select
 from app.generation.pipeline.config import PipelineConfig
-from app.retrieval.hybrid import HybridRetriever, make_retriever
+from app.retrieval.choose import make_retriever
 from app.retrieval.kb import KnowledgeBase, can_read
 from app.retrieval.rerank import get_reranker, merge_hits
 from app.text.match import contains_any
@@ -99,8 +99,9 @@ class Feedback:
 
     def cases(self, cases: list[dict[str, Any]], lang: Lang = "en") -> list[dict[str, Any]]:
         del lang  # the page words the facts in its own language
-        if isinstance(self.retriever, HybridRetriever):  # new questions embedded in one batch
-            self.retriever.prefetch([_question(c) for c in cases])
+        prefetch = getattr(self.retriever, "prefetch", None)  # dense: new questions in a batch
+        if prefetch is not None:
+            prefetch([_question(c) for c in cases])
         return [self.case(c) for c in cases]
 
 

@@ -142,7 +142,7 @@ class PipelineFactory:
         known = warm.fact("retrieval") if warm is not None else None
         if isinstance(known, dict):
             return known
-        from app.retrieval.hybrid import retriever_info
+        from app.retrieval.choose import retriever_info
 
         info = retriever_info(self.pipeline().retriever)
         if warm is not None:

