@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import app.baselines  # noqa: F401  (registers offline:extractive / offline:reference-judge)
+from app.llm.providers.families import parse_model, parse_provider
+from app.llm.spec import ModelRef
 
 DEFAULT_MODEL = "offline:extractive"
 DEFAULT_JUDGE = "offline:reference-judge"
@@ -104,6 +107,17 @@ class RunConfig(BaseModel):
             parse_shard(v)
         return v
 
+    @cached_property
+    def model_ref(self) -> ModelRef:
+        """The candidate's model string, parsed once for every consumer of the run (a bare
+        model id is refused, naming the families: a run calls its model)."""
+        return _provider_ref(self.model)
+
+    @cached_property
+    def judge_ref(self) -> ModelRef | None:
+        """The judge's model string, parsed once (None: no judge)."""
+        return _provider_ref(self.judge) if self.judge else None
+
     def to_json(self) -> dict[str, object]:
         """The JSON form stored in the checkpoint and in ``meta.config``."""
         return self.model_dump(mode="json")
@@ -116,6 +130,11 @@ class RunConfig(BaseModel):
     def replace(self, **changes: object) -> RunConfig:
         """A copy with ``changes`` applied, validated like a new configuration."""
         return RunConfig.model_validate({**self.model_dump(), **changes})
+
+
+def _provider_ref(text: str) -> ModelRef:
+    parse_provider(text)  # a bare id: the error that lists the families
+    return parse_model(text)
 
 
 def field_roles() -> dict[str, Role | None]:

@@ -94,9 +94,10 @@ async def _evaluate(
         return _result(case, metrics, None, None, None, errors, 0.0)
     judge_scores: dict[str, Score] = {}
     judge_cost = 0.0
-    if config.judge:
+    judge_ref = config.judge_ref
+    if judge_ref is not None:
         jcfg = JudgeConfig(
-            config.judge,
+            judge_ref.raw,
             config.judge_samples,
             config.allow_weak_judge,
             max_tokens=min(512, config.max_tokens or 512),
@@ -118,7 +119,7 @@ async def _evaluate(
                 tasks[REWRITE_EQUIVALENCE] = score_judge(
                     engine, jcfg, judge("correctness"), equivalence, factory.render
                 )
-        done = await gather(tasks.values(), one_by_one=in_process(config.judge))
+        done = await gather(tasks.values(), one_by_one=in_process(judge_ref.require_provider()))
         judge_scores = dict(zip(tasks, done, strict=True))
         judge_cost = sum(float(s.detail.get("cost_usd", 0.0)) for s in done)
         for name, score in judge_scores.items():

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from app.eval.run.warm import WarmCache
     from app.generation.pipeline.generator import Pipeline
     from app.generation.pipeline.trace import Trace
+    from app.llm.spec import ProviderSpec
 
 PromptRef = dict[str, str | None]
 
@@ -177,7 +178,7 @@ class PipelineFactory:
                 isinstance(eng, Engine)
                 and eng.cache_path is not None
                 and not eng.config.refresh_cache
-                and _cacheable(self.config.model)
+                and _cacheable(self.config.model_ref.require_provider())
             ):
                 from app.eval.run.warm import WarmCache, fingerprint
 
@@ -247,20 +248,19 @@ class PipelineFactory:
     def unlisted(self, prompt_ids: Sequence[str]) -> list[dict[str, str]]:
         """Every (prompt, model) of this run where the model is outside ``APPLICABLE_MODELS``."""
         from app.generation.registry.render import model_allowed
-        from app.llm.providers.families import parse_model
 
         out = []
-        roles = [("candidate", self.config.model)]
-        if self.config.judge:
-            roles.append(("judge", self.config.judge))
+        roles = [("candidate", self.config.model_ref)]
+        if self.config.judge_ref is not None:
+            roles.append(("judge", self.config.judge_ref))
         for prompt_id in prompt_ids:
             spec = self.registry.get(prompt_id)
             is_judge = spec.category == "judge"
             for role, model in roles:
                 if (role == "judge") != is_judge:
                     continue
-                if not model_allowed(spec, parse_model(model)):
-                    out.append({"prompt": spec.qualified, "model": model, "role": role})
+                if not model_allowed(spec, model):
+                    out.append({"prompt": spec.qualified, "model": model.raw, "role": role})
         return out
 
     def judge_prompt_refs(self) -> dict[str, PromptRef]:
@@ -329,13 +329,12 @@ def _cited(trace: Trace, text: str, n_documents: int) -> tuple[int, ...]:
     return extract_citations(text, n_documents).numbers
 
 
-def _cacheable(model: str) -> bool:
-    """True when ``model``'s provider class says its replies may be cached (a plain
+def _cacheable(spec: ProviderSpec) -> bool:
+    """True when ``spec``'s provider class says its replies may be cached (a plain
     factory registered without a class: unknown, so False)."""
     from app.llm.providers import Provider, provider_class
-    from app.llm.providers.families import parse_provider
 
-    cls = provider_class(parse_provider(model))
+    cls = provider_class(spec)
     return cls is not Provider and cls.cacheable
 
 

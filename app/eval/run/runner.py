@@ -66,7 +66,6 @@ from app.eval.scoring.judges import check_judge, weak_judge
 from app.eval.scoring.table import select_metrics, specs
 from app.eval.scoring.thresholds import load_thresholds
 from app.llm.engine import EngineStats
-from app.llm.providers.families import parse_provider
 from app.llm.types import EngineLike
 from app.paths import kb_dir, repo_root, reports_dir
 
@@ -83,8 +82,8 @@ def _batcher(config: RunConfig) -> Any:
     from app.errors import ConfigError
     from app.llm.batch import BatchConfig, Batcher
 
-    models = [m for m in (config.model, config.judge) if m]
-    if not any(Batcher.handles(parse_provider(m)) for m in models):
+    refs = [r for r in (config.model_ref, config.judge_ref) if r is not None]
+    if not any(Batcher.handles(r.require_provider()) for r in refs):
         raise ConfigError(
             "--batch: neither the model nor the judge has a batch API (anthropic:, openai:); "
             "the offline baselines answer at once — drop --batch"
@@ -233,8 +232,8 @@ async def run(
     try:
         # everything that can be wrong with the input fails here, before any case runs
         warnings = (
-            check_judge(config.model, config.judge, allow_weak=config.allow_weak_judge)
-            if config.judge
+            check_judge(config.model_ref, config.judge_ref, allow_weak=config.allow_weak_judge)
+            if config.judge_ref is not None
             else []
         )
         select_metrics(config.metrics)  # an unknown --metrics name fails here (exit 2)
@@ -259,9 +258,9 @@ async def run(
         factory = PipelineFactory(config, eng)
         factory.preflight(cases)  # every prompt the run may render, before any provider call
         if isinstance(eng, Engine):  # a missing API key fails now, not at case 1
-            for provider in (config.model, config.judge):
-                if provider:
-                    eng.provider(parse_provider(provider))
+            for ref in (config.model_ref, config.judge_ref):
+                if ref is not None:
+                    eng.provider(ref.require_provider())
         if checkpoint is None:
             checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root)
         if workers.in_process(config):  # a case costs CPU only (and comes out the same)
@@ -365,16 +364,16 @@ async def run(
             seed=config.seed,
             k=config.k,
             resumed_from=resume,
-            candidate=CandidateInfo(
-                provider=config.model, offline=parse_provider(config.model).offline
-            ),
+            candidate=CandidateInfo(provider=config.model, offline=config.model_ref.offline),
             judge=JudgeInfo(
                 provider=config.judge,
-                offline=parse_provider(config.judge).offline if config.judge else None,
+                offline=config.judge_ref.offline if config.judge_ref is not None else None,
                 samples=config.judge_samples if config.judge else 0,
                 temperature=0.0,
                 allow_weak=config.allow_weak_judge,
-                weak=bool(config.judge and weak_judge(config.model, config.judge)),
+                weak=bool(
+                    config.judge_ref is not None and weak_judge(config.model_ref, config.judge_ref)
+                ),
                 warnings=warnings,
                 prompts=_refs(factory.judge_prompt_refs()) if config.judge else {},
             ),

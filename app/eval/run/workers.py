@@ -84,8 +84,8 @@ def in_process(config: RunConfig) -> bool:
     :attr:`~app.llm.providers.base.Provider.in_process`: the ``offline:`` ones)."""
     from app.llm.providers import provider_flag
 
-    models = (config.model, config.judge) if config.judge else (config.model,)
-    return all(provider_flag(m, "in_process") for m in models)
+    refs = (config.model_ref, config.judge_ref) if config.judge_ref else (config.model_ref,)
+    return all(provider_flag(r.require_provider(), "in_process") for r in refs)
 
 
 def check(config: RunConfig) -> None:

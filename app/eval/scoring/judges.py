@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from app.errors import ConfigError, JudgeParseError, ProviderError
 from app.eval.scoring.base import Score
 from app.eval.scoring.registry import JudgeInput, JudgeMetric
-from app.llm.providers.families import parse_provider
 from app.llm.types import ChatRequest, EngineLike, Message
 
 if TYPE_CHECKING:
     from app.generation.registry import RenderedPrompt
+    from app.llm.spec import ModelRef, ProviderSpec
 
 # Capability tiers (higher is stronger), first match wins; patterns are fnmatch on the
 # model id without provider prefix. A judge must be a *different* model of the same or a
@@ -113,24 +113,23 @@ class JudgeConfig:
     max_tokens: int = 512
 
 
-def tier(model: str) -> int | None:
-    spec = parse_provider(model)
-    if spec.offline:
+def tier(ref: ModelRef) -> int | None:
+    if ref.offline:
         return None
     for pattern, level in JUDGE_TIERS:
-        if fnmatch.fnmatch(spec.model, pattern):
+        if fnmatch.fnmatch(ref.model, pattern):
             return level
     return None
 
 
-def _refused(candidate: str, judge: str) -> str | None:
-    """Why :func:`check_judge` refuses ``judge`` for ``candidate`` without ``allow_weak``."""
-    cand, jud = parse_provider(candidate), parse_provider(judge)
+def _refused(cand: ModelRef, jud: ModelRef) -> str | None:
+    """Why :func:`check_judge` refuses ``jud`` for ``cand`` without ``allow_weak``."""
+    candidate, judge = cand.raw, jud.raw
     if (cand.family, cand.model) == (jud.family, jud.model):
         return f"judge {judge} is the candidate model itself"
     if jud.offline:
         return None
-    t_cand, t_judge = tier(candidate), tier(judge)
+    t_cand, t_judge = tier(cand), tier(jud)
     if t_judge is not None and t_cand is not None and t_judge < t_cand:
         return (
             f"judge {judge} (tier {t_judge}) is weaker than candidate {candidate} (tier {t_cand})"
@@ -138,27 +137,29 @@ def _refused(candidate: str, judge: str) -> str | None:
     return None
 
 
-def weak_judge(candidate: str, judge: str) -> str | None:
+def weak_judge(cand: ModelRef, jud: ModelRef) -> str | None:
     """Why ``judge`` is weak for ``candidate`` (``None``: it is not): the local model tier
     (weak by design), the candidate itself, or a lower tier than the candidate's (the last
     two are refused by :func:`check_judge` unless ``allow_weak``)."""
-    if parse_provider(judge).family == "local":
-        return f"{judge} is the local model tier (a small model for plumbing, not a ruler)"
-    return _refused(candidate, judge)
+    if jud.family == "local":
+        return f"{jud.raw} is the local model tier (a small model for plumbing, not a ruler)"
+    return _refused(cand, jud)
 
 
-def check_judge(candidate: str, judge: str, *, allow_weak: bool = False) -> list[str]:
-    """Warnings to record; raises :class:`ConfigError` for a refused judge."""
-    jud = parse_provider(judge)
+def check_judge(cand: ModelRef, jud: ModelRef, *, allow_weak: bool = False) -> list[str]:
+    """Warnings to record; raises :class:`ConfigError` for a refused judge. Both are
+    parsed model strings of providers (the run's :attr:`RunConfig.model_ref` /
+    ``judge_ref``)."""
+    judge = jud.raw
     warnings: list[str] = []
-    problem = _refused(candidate, judge)
+    problem = _refused(cand, jud)
     if problem is None and jud.offline:
         warnings.append(
             f"{judge} is an offline reference-based judge: its scores are not a model's"
         )
-    elif problem is None and tier(judge) is None:
+    elif problem is None and tier(jud) is None:
         warnings.append(f"judge {judge} is not in JUDGE_TIERS: tier not checked")
-    if deterministic(judge):
+    if deterministic(jud.require_provider()):
         warnings.append(
             f"{judge} is deterministic (its verdict is a pure function of the request): "
             "it is asked once per metric and case, and the other samples repeat that verdict"
@@ -307,7 +308,7 @@ async def run_judge(
     return aggregate(samples, prompt.qualified_version)
 
 
-def deterministic(model: str) -> bool:
+def deterministic(model: str | ProviderSpec) -> bool:
     """Whether the provider serving ``model`` gives a verdict that is a pure function of
     its request (:attr:`Provider.deterministic <app.llm.providers.base.Provider.deterministic>`):
     asking it again for another sample can only repeat the first one."""
@@ -316,7 +317,7 @@ def deterministic(model: str) -> bool:
     return provider_flag(model, "deterministic")
 
 
-def in_process(model: str) -> bool:
+def in_process(model: str | ProviderSpec) -> bool:
     """Whether the provider serving ``model`` computes in this process with nothing to
     await (:attr:`Provider.in_process <app.llm.providers.base.Provider.in_process>`): its
     samples are then awaited one by one (see :func:`gather`)."""

@@ -79,11 +79,14 @@ def provider_class(spec: ProviderSpec) -> type[Provider]:
 _FLAGS: dict[tuple[str, str], tuple[ProviderSpec, bool]] = {}
 
 
-def provider_flag(model: str, flag: Literal["deterministic", "in_process"]) -> bool:
-    """A class flag of the provider serving ``model`` (a ``family:model`` string), as
+def provider_flag(model: str | ProviderSpec, flag: Literal["deterministic", "in_process"]) -> bool:
+    """A class flag of the provider serving ``model`` (a parsed spec, or a ``family:model``
+    string), as
     :class:`Provider` documents it: ``deterministic`` (a completion is a pure function of
     its request) or ``in_process`` (computed in this process, nothing awaited). The one
     place the engine, the judges and the worker processes learn what a provider is."""
+    if isinstance(model, ProviderSpec):
+        return bool(getattr(provider_class(model), flag))
     spec = parse_provider(model)
     known = _FLAGS.get((model, flag))
     if known is not None and known[0] is spec:

@@ -22,6 +22,7 @@ from app.eval.scoring.table import judge_table
 from app.generation.registry import RenderedPrompt, load_registry
 from app.llm.engine import Engine
 from app.llm.providers import Provider, families, register_provider
+from app.llm.providers.families import parse_model as ref
 from app.llm.providers.families import parse_provider
 from app.llm.types import ChatRequest, Completion, Usage
 from tests.support.fake_llm_server import FakeLLMServer
@@ -110,23 +111,23 @@ async def test_unparseable_after_repair_is_an_error_not_a_score() -> None:
 
 def test_judge_tiers() -> None:
     with pytest.raises(ConfigError, match="candidate model itself"):
-        check_judge("anthropic:claude-sonnet-4-6", "anthropic:claude-sonnet-4-6")
+        check_judge(ref("anthropic:claude-sonnet-4-6"), ref("anthropic:claude-sonnet-4-6"))
     with pytest.raises(ConfigError, match="weaker"):
-        check_judge("anthropic:claude-opus-4-7", "anthropic:claude-haiku-4-5")
+        check_judge(ref("anthropic:claude-opus-4-7"), ref("anthropic:claude-haiku-4-5"))
     with pytest.raises(ConfigError, match="weaker"):
-        check_judge("openai:gpt-4o", "openai:gpt-4o-mini")
+        check_judge(ref("openai:gpt-4o"), ref("openai:gpt-4o-mini"))
     # an Anthropic judge always records that temperature 0 cannot be sent (API 2026-10-21)
-    (only,) = check_judge("anthropic:claude-sonnet-4-6", "anthropic:claude-opus-4-7")
+    (only,) = check_judge(ref("anthropic:claude-sonnet-4-6"), ref("anthropic:claude-opus-4-7"))
     assert "temperature 0 is not sent" in only
-    assert check_judge("openai:gpt-4o-mini", "openai:gpt-4o") == []
+    assert check_judge(ref("openai:gpt-4o-mini"), ref("openai:gpt-4o")) == []
     warnings = check_judge(
-        "anthropic:claude-opus-4-7", "anthropic:claude-haiku-4-5", allow_weak=True
+        ref("anthropic:claude-opus-4-7"), ref("anthropic:claude-haiku-4-5"), allow_weak=True
     )
     assert len(warnings) == 2 and "WEAK JUDGE" in warnings[1]
-    assert "offline" in check_judge("offline:extractive", "offline:reference-judge")[0]
+    assert "offline" in check_judge(ref("offline:extractive"), ref("offline:reference-judge"))[0]
     assert (
         "not in JUDGE_TIERS"
-        in check_judge("openai:gpt-4o", "openai:mystery-13b@http://127.0.0.1:9/v1")[0]
+        in check_judge(ref("openai:gpt-4o"), ref("openai:mystery-13b@http://127.0.0.1:9/v1"))[0]
     )
 
 
@@ -169,10 +170,14 @@ def test_only_the_offline_providers_are_deterministic() -> None:
     assert provider_class(parse_provider("openai:gpt-4o")).deterministic is False
     # the report says how such a judge is asked, in one line of meta.judge.warnings
     (line,) = [
-        w for w in check_judge("offline:extractive", "offline:reference-judge") if "once" in w
+        w
+        for w in check_judge(ref("offline:extractive"), ref("offline:reference-judge"))
+        if "once" in w
     ]
     assert "asked once per metric and case" in line
-    assert not any("once" in w for w in check_judge("openai:gpt-4o-mini", "openai:gpt-4o"))
+    assert not any(
+        "once" in w for w in check_judge(ref("openai:gpt-4o-mini"), ref("openai:gpt-4o"))
+    )
 
 
 async def test_a_deterministic_judge_is_asked_once_per_metric_and_case(

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from app.cli import cli
 from app.eval.report.status import run_status
 from app.eval.scoring.judges import JUDGE_REPLY_SCHEMA, check_judge, parse_judge, weak_judge
+from app.llm.providers.families import parse_model as ref
 from app.llm.providers.local import LocalProvider
 from app.llm.providers.openai import OpenAIProvider
 from app.llm.types import ChatRequest, Message
@@ -63,10 +64,12 @@ def test_every_reply_the_schema_admits_parses(score: int) -> None:
 
 
 def test_the_local_tier_is_a_weak_judge_and_a_hosted_stronger_one_is_not() -> None:
-    assert weak_judge("offline:extractive", "local:smollm2") is not None
-    assert weak_judge("anthropic:claude-sonnet-4-6", "anthropic:claude-opus-4-7") is None
-    assert weak_judge("anthropic:claude-opus-4-7", "anthropic:claude-haiku-4-5") is not None
-    warnings = check_judge("offline:extractive", "local:smollm2")
+    assert weak_judge(ref("offline:extractive"), ref("local:smollm2")) is not None
+    assert weak_judge(ref("anthropic:claude-sonnet-4-6"), ref("anthropic:claude-opus-4-7")) is None
+    assert (
+        weak_judge(ref("anthropic:claude-opus-4-7"), ref("anthropic:claude-haiku-4-5")) is not None
+    )
+    warnings = check_judge(ref("offline:extractive"), ref("local:smollm2"))
     assert any(w.startswith("WEAK JUDGE: local:smollm2") for w in warnings), warnings
 
 
