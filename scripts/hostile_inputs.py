@@ -238,6 +238,8 @@ def dataset_cases(tmp: Path) -> Iterator[Case]:
         ("duplicate keys", (line[:-1] + ', "id": "x"}').encode(), FAILED),
         ("CR-only line ends", (line + "\r" + line).encode(), FAILED),
         ("5,000 tiny lines", b"{}\n" * 5_000, FAILED),
+        ("impossible date 2026-13-45", _with(case, annotated_at="2026-13-45"), FAILED),
+        ("impossible date 2026-02-30", _with(case, annotated_at="2026-02-30"), FAILED),
         ("question of 100 KB", line.replace(case["question"], "年" * 100_000).encode(), FAILED),
         (
             "history of 10,000 turns",
@@ -247,6 +249,19 @@ def dataset_cases(tmp: Path) -> Iterator[Case]:
     ]
     for label, content, expect in lines:
         yield Case("datasets check", label, ["datasets", "check", str(write(content))], expect)
+    # a FIFO named like the newest version of a suite: new-version refuses it, never blocks
+    root = tmp / "fifo-root"
+    folder = root / "tests" / "eval" / "datasets"
+    folder.mkdir(parents=True)
+    (folder / "smoke_v1.0.jsonl").write_text(line + "\n", encoding="utf-8")
+    os.mkfifo(folder / "smoke_v1.1.jsonl")
+    yield Case(
+        "datasets check",
+        "new-version of a suite whose newest file is a FIFO",
+        ["datasets", "new-version", "smoke", "--note", "x"],
+        BAD,
+        env={"RAG_ROOT": str(root)},
+    )
 
 
 def _with(case: dict[str, object], **fields: object) -> bytes:
@@ -501,6 +516,15 @@ def compare_cases(tmp: Path, report: Path) -> Iterator[Case]:
         yield Case(
             "eval compare", f"file: {label}", ["eval", "compare", str(report), str(path)], BAD
         )
+    rate = next((m for m, spec in data["metrics"].items() if spec.get("scale") == "binary"), None)
+    if rate is not None and rate in case0["metrics"]:
+        seven = _set_metric(text, data, rate, "7")
+        yield Case(
+            "eval compare", f"rate {rate} = 7", ["eval", "compare", str(report), write(seven)], BAD
+        )
+    for out in ("/proc/nope/x.md", str(tmp)):
+        argv = ["eval", "compare", str(report), str(report), "-o", out]
+        yield Case("eval compare", f"-o {out} (unwritable)", argv, BAD)
 
 
 def _set_metric(text: str, data: dict[str, object], metric: str, value: str) -> bytes:
@@ -552,8 +576,7 @@ def ask_cases(tmp: Path) -> Iterator[Case]:
     ]:
         yield Case("ask", label, argv, BAD)
     for label, path in file_hazards(tmp, "kb"):
-        if label == "directory":
-            continue
+        label = "empty directory" if label == "directory" else label
         yield Case("ask", f"--kb {label}", [*base, "--kb", str(path), "年假"], BAD)
     for label, path in file_hazards(tmp, "h.json"):
         yield Case("ask", f"--history {label}", [*base, "--history", str(path), "年假"], BAD)

@@ -64,13 +64,49 @@ def check(
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
-        for issue in result.issues:
-            click.echo(issue.format())
+        for line in capped_lines(result.issues):
+            click.echo(line)
         click.echo(result.summary())
     if result.fatal:
         unreadable = [i.format() for i in result.issues if i.code in {"unreadable", "kb"}]
         raise DatasetError("unreadable input:\n" + "\n".join(unreadable))
     ctx.exit(result.exit_code)
+
+
+#: messages of one kind (file, field, code) printed before the rest are counted in one line
+MAX_SAME = 20
+
+
+def capped_lines(issues: list[Any], max_same: int = MAX_SAME) -> list[str]:
+    """Each issue's line, at most ``max_same`` of one kind (file, field, code); the rest of a
+    kind as one line after them (300 KB of ``{}`` lines printed 102 MB before)."""
+    from app.eval.datasets.messages import say
+
+    shown: dict[tuple[str, str, str], int] = {}
+    rest: dict[tuple[str, str, str], list[Any]] = {}
+    out: list[str] = []
+    for issue in issues:
+        kind = (issue.file, issue.field, issue.code)
+        if shown.get(kind, 0) < max_same:
+            shown[kind] = shown.get(kind, 0) + 1
+            out.append(issue.format())
+        else:
+            rest.setdefault(kind, []).append(issue)
+    for (file, field, code), more in rest.items():
+        lines = [i.line for i in more if i.line is not None]
+        out.append(
+            say(
+                "capped",
+                more[0].lang,
+                file=file,
+                n=len(more),
+                field=f"{field}: " if field else "",
+                code=code,
+                first=min(lines, default="?"),
+                last=max(lines, default="?"),
+            )
+        )
+    return out
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:

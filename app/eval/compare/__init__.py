@@ -198,6 +198,8 @@ def compare_views(
     for metric in names:
         spec = base.metrics.get(metric) or new.metrics[metric]
         planned.append((metric, spec, columns.get(metric), False))
+        if spec.scale == "binary" and (column := columns.get(metric)) is not None:
+            _check_binary(metric, column, base_name, new_name)
     if REFUSAL_RATE not in base.metrics and REFUSAL_RATE not in new.metrics:
         refusals = refusal_pairs(base_cases, new_cases, paired_ids)
         if len(refusals):
@@ -389,3 +391,19 @@ def compare_files(
         alpha=alpha,
         margins=margins,
     )
+
+
+def _check_binary(metric: str, column: MetricPairs, base_name: str, new_name: str) -> None:
+    """A rate metric's values are 0 or 1 (McNemar counts flips): another value is a report
+    that was edited or written by something else — refused, naming the case and the file."""
+    import numpy as np
+
+    for name, values in ((base_name, column.base), (new_name, column.new)):
+        bad = np.flatnonzero((values != 0) & (values != 1))
+        if len(bad):
+            i = int(bad[0])
+            raise ReportError(
+                f"{name}: case {column.ids[i]!r} has {metric} = {float(values[i]):g}, but "
+                f"{metric} is a rate (0 or 1 per case; {len(bad)} such value(s)) — the report "
+                "was edited or written by another tool: regenerate it with rag eval run"
+            )

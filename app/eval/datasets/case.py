@@ -21,6 +21,7 @@ naming every bad ``file:line`` at once. ``rag datasets check`` gives the full di
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -264,7 +265,18 @@ class Case(BaseModel):
     @field_validator("annotated_at")
     @classmethod
     def _date(cls, v: str | None) -> str | None:
-        return None if v is None else _check(DATE_PATTERN, v, "annotated_at")
+        if v is None:
+            return None
+        _check(DATE_PATTERN, v, "annotated_at")
+        try:  # the pattern passes 2026-13-45: a date no calendar has
+            dt.date.fromisoformat(v)
+        except ValueError:
+            raise PydanticCustomError(
+                "string_pattern_mismatch",
+                "{what} should be a calendar date",
+                _error_context(DATE_PATTERN, "annotated_at", None),
+            ) from None
+        return v
 
     @property
     def is_multi_turn(self) -> bool:

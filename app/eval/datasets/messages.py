@@ -112,6 +112,12 @@ FIELD_HINTS: dict[str, tuple[str, str]] = {
 _TEXTS: dict[str, tuple[str, str]] = {
     # layout
     "sep": (" — ", "——"),
+    "capped": (
+        "{file}: {n} more {field}{code} problem(s) like these, lines {first}–{last}, not shown "
+        "(--json lists every one)",
+        "{file}：同类问题（{field}{code}）还有 {n} 个，第 {first}–{last} 行，未逐条显示"
+        "（--json 列出全部）",
+    ),
     "warning": ("warning: ", "警告："),
     "summary": (
         "checked {files} file(s), {cases} case(s): {errors} error(s), {warnings} warning(s)",

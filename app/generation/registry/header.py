@@ -213,6 +213,18 @@ def parse_header(docstring: str, first_line: int) -> PromptHeader:
         if not present:
             issues.append(HeaderIssue("missing-field", name, lines.get(name, first_line), ""))
 
+    for name in ("author", "modified"):  # "张三 (2026-13-45)": a date no calendar has
+        pm = _PERSON_RE.match(scalars.get(name, ""))
+        if pm is not None and _parse_date(pm.group("date")) is None:
+            issues.append(
+                HeaderIssue(
+                    "malformed-date",
+                    name,
+                    lines.get(name, first_line),
+                    f"{pm.group('date')} is not a calendar date — write 'name (YYYY-MM-DD)'",
+                )
+            )
+
     models = tuple(m.strip() for m in scalars.get("models", "").split(",") if m.strip())
     return PromptHeader(
         name=scalars.get("name") or None,

@@ -118,3 +118,26 @@ def test_a_v1_report_is_compared_after_conversion(write_report, tmp_path) -> Non
     data = json.loads(res.output)
     assert data["paired"] == 6 and data["offline"] is True
     assert {r["verdict"] for r in data["rows"]} <= {"no_change", "no_data", "not_measured"}
+
+
+def test_a_rate_holding_7_is_a_report_error_naming_the_case(make_report, write_report) -> None:  # type: ignore[no-untyped-def]
+    """A binary metric holding 7 crashed the command (ValueError: McNemar needs 0/1)."""
+    a = write_report("a.json", make_report({"citation_accuracy": [1.0, 0.0, 1.0, 1.0]}))
+    b = write_report("b.json", make_report({"citation_accuracy": [1.0, 7.0, 1.0, 0.0]}))
+    res = CliRunner().invoke(compare, [str(a), str(b)])
+    assert isinstance(res.exception, ReportError), res.output
+    said = str(res.exception)
+    assert "b.json" in said and "'kb-002'" in said and "citation_accuracy = 7" in said
+
+
+def test_an_unwritable_out_is_a_user_error(make_report, write_report) -> None:  # type: ignore[no-untyped-def]
+    """`-o /proc/nope/x.md` raised FileNotFoundError with a traceback."""
+    from app.errors import UserError
+
+    a = write_report("a.json", make_report({"faithfulness": scores(5)}))
+    for fmt in ("md", "html"):
+        res = CliRunner().invoke(
+            compare, [str(a), str(a), "--format", fmt, "-o", "/proc/nope/x.md"]
+        )
+        assert isinstance(res.exception, UserError), (fmt, res.output, res.exception)
+        assert "/proc/nope/x.md: cannot write it" in str(res.exception)

