@@ -13,7 +13,7 @@ from app.llm.providers import register_provider
 
 __all__ = ["register"]
 
-_OFFLINE_HELP = "deterministic baselines (no network, no key)"
+_OFFLINE_HELP = "deterministic baselines, no network or key"
 
 
 def register() -> None:

@@ -150,6 +150,9 @@ def eval_run_options(params: Mapping[str, Any]) -> EvalRunOptions:
         gate=params["gate"] or "thresholds",
         **options.run_fields(params),
     )
+    # the model strings are parsed here, at the edge, once: an unknown provider is a usage
+    # error before anything starts; inward the run reads config.model_ref / judge_ref
+    config.model_ref, config.judge_ref  # noqa: B018
     return EvalRunOptions(
         config=config,
         resume=resume,

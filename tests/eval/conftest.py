@@ -54,7 +54,6 @@ import pytest
 
 from app.eval.config import DEFAULT_JUDGE, DEFAULT_MODEL, RunConfig
 from app.eval.run.runner import RunOutcome, run_sync
-from app.llm.providers.families import parse_provider
 from app.paths import reports_dir
 
 
@@ -89,17 +88,17 @@ def eval_settings(config: pytest.Config) -> RunConfig:
     )
     model = _opt(config, "rag_eval_model") or os.environ.get("RAG_EVAL_MODEL") or DEFAULT_MODEL
     gate = _opt(config, "rag_eval_gate") or os.environ.get("RAG_EVAL_GATE")
-    if gate is None:  # the rule below: an offline baseline is held to its red lines only
-        gate = "red-lines" if parse_provider(model).offline else "thresholds"
-    return RunConfig(
+    settings = RunConfig(  # the model strings are parsed here, once (model_ref, judge_ref)
         suite="",
         model=model,
         judge=None if judge.lower() == "none" else judge,
         judge_samples=samples,
         prompts=tuple(prompts),
         concurrency=4,
-        gate=gate,
     )
+    if gate is None:  # the rule below: an offline baseline is held to its red lines only
+        gate = "red-lines" if settings.model_ref.offline else "thresholds"
+    return settings.replace(gate=gate)
 
 
 @pytest.fixture(scope="session")
@@ -109,7 +108,7 @@ def eval_config(pytestconfig: pytest.Config) -> RunConfig:
 
 @pytest.fixture(scope="session")
 def offline_candidate(eval_config: RunConfig) -> bool:
-    return parse_provider(eval_config.model).offline
+    return eval_config.model_ref.offline
 
 
 _RUNS: dict[str, RunOutcome] = {}

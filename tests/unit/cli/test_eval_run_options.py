@@ -67,3 +67,14 @@ def test_a_dataset_file_names_its_suite(tmp_path: Path) -> None:
 def test_options_that_do_not_go_together(args: tuple[str, ...], message: str) -> None:
     with pytest.raises(click.UsageError, match=message):
         eval_run_options(_params(*args))
+
+
+def test_the_model_strings_are_parsed_at_the_edge() -> None:
+    from app.errors import ConfigError
+
+    run = eval_run_options(_params("--suite", "smoke", "--judge", "local:smollm2"))
+    assert run.config.judge_ref is not None and run.config.judge_ref.family == "local"
+    assert run.config.model_ref.offline
+    # a bare model id names no provider: refused here, before the run prints its id
+    with pytest.raises(ConfigError, match=r"unknown provider 'gpt-4o'.*local \("):
+        eval_run_options(_params("--suite", "smoke", "--model", "gpt-4o"))
