@@ -208,6 +208,7 @@ def _typed_options(
 @options.max_cost
 @options.no_cache
 @options.refresh_cache
+@options.fresh_answers
 @click.option(
     "--shard",
     "shard",

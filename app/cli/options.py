@@ -225,6 +225,14 @@ refresh_cache = click.option(
     "--refresh-cache", is_flag=True, help="Call the providers again and overwrite the cache."
 )
 
+fresh_answers = click.option(
+    "--fresh-answers",
+    is_flag=True,
+    help="Ask the candidate again instead of replaying its cached answers (they are "
+    "overwritten); a judge call whose request is unchanged still comes from the cache. The "
+    "nightly's setting: each night measures today's model.",
+)
+
 limit = click.option(
     "--limit", default=None, type=click.IntRange(1), help="Only the first N cases (by id)."
 )
@@ -283,6 +291,7 @@ RUN_OPTIONS: tuple[Callable[[Any], Any], ...] = (
     max_cost,
     no_cache,
     refresh_cache,
+    fresh_answers,
     limit,
     allow_weak_judge,
     k,
@@ -326,6 +335,7 @@ def run_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "max_cost": values["max_cost"],
         "cache": not values["no_cache"],
         "refresh_cache": values["refresh_cache"],
+        "fresh_answers": values["fresh_answers"],
         "limit": values["limit"],
         "allow_weak_judge": values["allow_weak_judge"],
         "k": values["k"],

@@ -67,6 +67,8 @@ class RunConfig(BaseModel):
     max_errors: Operational[float] = Field(default=0.0, ge=0.0, le=1.0)
     cache: Operational[bool] = True
     refresh_cache: Operational[bool] = False
+    # ask the candidate again (answers, rewrites, summaries); judge calls may still be hits
+    fresh_answers: Operational[bool] = False
     batch: Operational[bool] = False  # provider batch APIs for cache-missing calls (app.llm.batch)
     batch_poll_s: Operational[float] = 10.0
     batch_flush_s: Operational[float] = 2.0

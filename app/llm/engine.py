@@ -67,12 +67,16 @@ __all__ = ["CallRecord", "Engine", "EngineConfig", "EngineStats", "invalid_text"
 @dataclass(frozen=True)
 class EngineConfig:
     """Settings of the middleware. ``cache=False`` is ``--no-cache``; ``refresh_cache``
-    re-asks the provider and overwrites the stored entries (``--refresh-cache``)."""
+    re-asks the provider and overwrites the stored entries (``--refresh-cache``);
+    ``refresh_answers`` does so for every call but a judge's (``--fresh-answers``)."""
 
     concurrency: int = 8
     per_provider_concurrency: int | None = None  # default: same as ``concurrency``
     cache: bool = True
     refresh_cache: bool = False
+    # refresh every call but the judge's (--fresh-answers): the candidate is asked again, a
+    # judge call whose request (the answer included) is unchanged is still a hit
+    refresh_answers: bool = False
     timeout_s: float = 60.0
     max_attempts: int = 4  # failed attempts per call; a 429 is not one (see max_throttled)
     max_throttled: int = 8  # 429/529 replies one call waits out before it gives up
@@ -209,8 +213,9 @@ class Engine:
         """Stand for ``calls`` recorded earlier (:func:`recording`) when every one of them
         would be a cache hit now with the same stored completion: count them as the hits
         they would have been and return those completions; else None (nothing counted).
-        Never with ``--no-cache`` or ``--refresh-cache`` (the provider must be asked)."""
-        if self._cache is None or self.config.refresh_cache:
+        Never with ``--no-cache``, ``--refresh-cache`` or ``--fresh-answers`` (the provider
+        must be asked)."""
+        if self._cache is None or self.config.refresh_cache or self.config.refresh_answers:
             return None
         found: list[Completion] = []
         for call in calls:
@@ -235,7 +240,10 @@ class Engine:
         key: str,
     ) -> Completion:
         assert self._cache is not None
-        if not self.config.refresh_cache:
+        refresh = self.config.refresh_cache or (
+            self.config.refresh_answers and request.purpose != "judge"
+        )
+        if not refresh:
             hit = self._cache.get(key)
             if hit is not None:
                 self.stats.cache_hits += 1
@@ -249,7 +257,7 @@ class Engine:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            stored = None if self.config.refresh_cache else await self._claim(key)
+            stored = None if refresh else await self._claim(key)
             if stored is not None:  # another process paid for it while we waited
                 self.stats.cache_hits += 1
                 future.set_result(stored)

@@ -168,7 +168,8 @@ class PipelineFactory:
 
     def warm(self) -> WarmCache | None:
         """The pipeline-level warm cache (:mod:`app.eval.run.warm`), or None: only with the
-        engine's response cache on and not refreshing, and a cacheable candidate."""
+        engine's response cache on and not refreshing (``--refresh-cache``,
+        ``--fresh-answers``), and a cacheable candidate."""
         if not self._warm_decided:
             self._warm_decided = True
             from app.llm.engine import Engine
@@ -178,6 +179,7 @@ class PipelineFactory:
                 isinstance(eng, Engine)
                 and eng.cache_path is not None
                 and not eng.config.refresh_cache
+                and not eng.config.refresh_answers
                 and _cacheable(self.config.model_ref.require_provider())
             ):
                 from app.eval.run.warm import WarmCache, fingerprint

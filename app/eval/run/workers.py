@@ -135,6 +135,7 @@ def engine_for(config: RunConfig, batcher: Batcher | None = None) -> Engine:
             concurrency=config.concurrency,
             cache=config.cache,
             refresh_cache=config.refresh_cache,
+            refresh_answers=config.fresh_answers,
             rpm=config.rpm,
             tpm=config.tpm,
             timeout_s=config.timeout_s,

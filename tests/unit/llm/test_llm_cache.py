@@ -103,6 +103,29 @@ async def test_refresh_and_no_cache_modes(
     assert fake_llm_server.requests == 4
 
 
+async def test_fresh_answers_asks_the_candidate_again_and_keeps_judge_hits(
+    fake_llm_server: FakeLLMServer, engine_factory: EngineFactory
+) -> None:
+    """--fresh-answers (the nightly's): yesterday's answer is not replayed, a judge call on an
+    unchanged request is still a hit, and the new answer replaces the old entry."""
+    p = provider(fake_llm_server)
+    yesterday = engine_factory()
+    await yesterday.generate(p, chat("q"))
+    await yesterday.generate(p, chat("rewrite q", purpose="rewrite"))
+    await yesterday.generate(p, chat("score it", purpose="judge"))
+    assert fake_llm_server.requests == 3
+    fake_llm_server.script("today's answer", "today's rewrite")
+    today = engine_factory(refresh_answers=True)
+    answer = await today.generate(p, chat("q"))
+    rewrite = await today.generate(p, chat("rewrite q", purpose="rewrite"))
+    judged = await today.generate(p, chat("score it", purpose="judge"))
+    assert (answer.text, rewrite.text) == ("today's answer", "today's rewrite")
+    assert not answer.cached and not rewrite.cached and judged.cached
+    assert fake_llm_server.requests == 5 and today.stats.cache_hits == 1
+    assert today.replay([]) is None  # no recorded piece of work stands in for a fresh answer
+    assert (await engine_factory().generate(p, chat("q"))).text == "today's answer"
+
+
 async def test_errors_are_never_cached(
     fake_llm_server: FakeLLMServer, engine_factory: EngineFactory
 ) -> None:

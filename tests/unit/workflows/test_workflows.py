@@ -177,6 +177,8 @@ def test_nightly_shards_merge_archive_baseline_pr_and_notify() -> None:
     assert '--max-cost "$MAX_COST_PER_SHARD"' in text
     cache = next(s for s in steps(wf, "shard") if s.get("uses") == "actions/cache@v4")
     assert cache["with"]["path"] == ".cache/llm"
+    # the cache serves the judge only: a night never replays yesterday's answers
+    assert "--fresh-answers" in text
     merge = wf["jobs"]["merge"]
     assert merge["needs"] == "shard" and merge["if"] == "always()"
     mtext = runs(wf, "merge")
@@ -188,6 +190,10 @@ def test_nightly_shards_merge_archive_baseline_pr_and_notify() -> None:
     assert "gh pr create" in mtext and 'git push origin "$branch"' in mtext
     assert "HEAD:" not in mtext + text and "git tag" not in mtext
     assert merge["permissions"] == {"contents": "write", "pull-requests": "write"}
+    setting = "Allow GitHub Actions to create and approve pull requests"
+    raw = (ROOT / ".github" / "workflows" / "eval-nightly.yml").read_text(encoding="utf-8")
+    assert setting in raw and setting in mtext  # documented, and named when gh pr create fails
+    assert setting in (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
     notify = next(s for s in steps(wf, "merge") if s.get("name", "").startswith("Notify"))
     assert notify["if"] == "failure() && env.RAG_ALERT_WEBHOOK_URL != ''"
     assert merge["env"]["RAG_ALERT_WEBHOOK_URL"] == "${{ secrets.RAG_ALERT_WEBHOOK_URL }}"
