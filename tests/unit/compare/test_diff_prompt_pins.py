@@ -33,7 +33,6 @@ NOT_FOR_DIFF_PROMPT = {
     "--batch-poll": "with --batch",
     "--batch-flush": "with --batch",
     "--batch-timeout": "with --batch",
-    "--batch-timeout": "with --batch",
     "--quiet": "diff-prompt shows no progress bar",
     "--gate": "the comparison, not a gate, is its output (--fail-on-regression)",
     "--langfuse": "an upload of one run",
