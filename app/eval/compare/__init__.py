@@ -314,14 +314,11 @@ def offline_reasons(
     cands = sorted({r.meta.candidate.provider for r in (base, new) if r.meta.candidate.offline})
     judges = sorted({str(r.meta.judge.provider) for r in (base, new) if r.meta.judge.offline})
     if cands:
-        why = (
-            f"candidate {', '.join(cands)} is an offline baseline: it never reads the "
-            "prompt, so no model answered"
-        )
+        why = f"no model ran: the candidate {', '.join(cands)} is an offline baseline"
         out["answer"] = why
         out["judge"] = why
     elif judges:
-        out["judge"] = f"judge {', '.join(judges)} is an offline heuristic: no model judged"
+        out["judge"] = f"no model judged: the judge {', '.join(judges)} is an offline heuristic"
     return out
 
 

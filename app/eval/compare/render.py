@@ -17,9 +17,10 @@ OFFLINE_NOTE = (
 def comparison_markdown(c: Comparison) -> str:
     lines = [f"### {c.title}", ""]
     if c.unverified:
+        why = c.unverified.removeprefix("no model ran: ").removeprefix("no model judged: ")
         lines += [
-            f"> **⚠️ {UNVERIFIED}.** {c.unverified[0].upper()}{c.unverified[1:]}: the rows it "
-            "would measure say ➖ not measured. Measure them with:",
+            f"> **⚠️ {UNVERIFIED}.** {why[0].upper()}{why[1:]}: the rows only a model can "
+            "measure say ➖ not measured. Measure them with:",
             ">",
             f"> `{c.measure_with}`",
             "",

@@ -369,12 +369,12 @@ def _verdict(
     if sign != 0.0 and significant and gain < 0 and not inside:
         return "regression", [f"Holm {fmt_p(p_adj)} < α={alpha}"]
     if not inside and delta > 1e-12 and any(key in metric.lower() for key in REVIEW_WHEN_UP):
-        return "review", ["refusal rate up"]
+        return "review", [f"{metric} up: more refusals may be right or wrong"]
     if not inside and sign == 0.0 and abs(delta) > 1e-12:
         return "review", ["changed; this metric has no better direction"]
     verdict: Verdict
     if inside:  # significant or not, smaller than the margin
-        verdict, reasons = "no_change", [f"CI inside ±{_fmt_margin(row, m)}"]
+        verdict, reasons = "no_change", [_inside(row, m)]
     elif sign != 0.0 and significant and gain > 0:
         verdict, reasons = "better", []
     else:
@@ -383,8 +383,9 @@ def _verdict(
             reasons.append(f"smallest detectable Δ {_fmt_amount(row, row.detectable)} at n={row.n}")
         if row.cases_needed is not None:
             reasons.append(f"≈{row.cases_needed} cases would resolve ±{_fmt_margin(row, m)}")
-    if (
-        row.variance_p is not None
+    if (  # seed 004 §12.3: the mean held but the spread grew — a degradation to look at
+        verdict != "better"
+        and row.variance_p is not None
         and row.variance_p < alpha
         and (row.new_std or 0.0) > (row.base_std or 0.0)
     ):
@@ -403,7 +404,11 @@ def _fmt_amount(row: MetricDelta, value: float) -> str:
 
 
 def _fmt_margin(row: MetricDelta, margin: float) -> str:
-    return "0 (no margin set)" if margin == 0 else _fmt_amount(row, margin)
+    return "0" if margin == 0 else _fmt_amount(row, margin)
+
+
+def _inside(row: MetricDelta, margin: float) -> str:
+    return "unchanged on every case" if margin == 0 else f"CI inside ±{_fmt_margin(row, margin)}"
 
 
 def tag_tests(

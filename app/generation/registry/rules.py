@@ -130,7 +130,9 @@ _RULES: tuple[Rule, ...] = (
     Rule(
         "P026",
         "baseline-not-recorded",
-        "Record the report behind the numbers with `rag eval baseline REPORT --prompt <id>`, or remove the header line.",
+        "Record the report behind the numbers with `rag eval baseline REPORT --prompt <id>`, or remove the header line. "
+        "A recorded run whose candidate or judge is an offline baseline, or made with `--allow-unlisted-model`, "
+        "backs no header line (`rag eval baseline` refuses it).",
     ),
     Rule(
         "P028",

@@ -281,7 +281,7 @@ def test_refusal_rate_is_derived_from_refused_flags(make_report) -> None:  # typ
     assert (r.base_mean, r.new_mean) == (pytest.approx(0.1), pytest.approx(0.175))
     assert r.discordant == (3, 0)
     assert r.p_value == pytest.approx(stats.binomtest(3, 3, 0.5).pvalue)
-    assert r.verdict == "review" and r.reasons == ("refusal rate up",)
+    assert r.verdict == "review" and r.reasons[0].startswith("refusal_rate up")
     same = compare_reports(
         make_report({"faithfulness": scores}, refused=base_ref),
         make_report({"faithfulness": scores}, refused=base_ref),
