@@ -52,10 +52,43 @@ gate = click.option(
     "numbers are not a model's. `rag eval merge`: default the gate the shards were run with.",
 )
 
+
+class _ProviderString(click.ParamType["str | None", Any]):
+    """A provider string (``family:model[@base_url]``), parsed here, at the edge, by the one
+    parser over the one family table: an unknown family, a bare model id or a bad base URL
+    is a usage error naming the families, before the command does anything. ``none_ok``:
+    ``none`` means no provider (``--judge none``)."""
+
+    name = "family:model"
+
+    def __init__(self, *, none_ok: bool = False) -> None:
+        self.none_ok = none_ok
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str | None:
+        if value is None or (self.none_ok and str(value).strip().lower() == "none"):
+            return None
+        import importlib
+
+        from app.errors import ConfigError
+
+        importlib.import_module("app.baselines")  # the offline family registers itself
+        families = importlib.import_module("app.llm.providers.families")
+        try:
+            families.parse_provider(str(value))
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
+PROVIDER = _ProviderString()
+
 model = click.option(
     "--model",
     default=DEFAULT_MODEL,
     show_default=True,
+    type=PROVIDER,
     help="Candidate provider string, e.g. anthropic:claude-sonnet-4-6.",
 )
 
@@ -152,6 +185,7 @@ judge = click.option(
     "--judge",
     default="offline:reference-judge",
     show_default=True,
+    type=_ProviderString(none_ok=True),
     help="Judge provider string ('none' for no judge).",
 )
 
@@ -319,7 +353,7 @@ def run_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "dataset_path": str(Path(path).resolve()) if path else None,
         "kb_path": str(Path(kb_path).resolve()) if kb_path else None,
         "model": values["model"],
-        "judge": None if judge_name.lower() == "none" else judge_name,
+        "judge": None if judge_name is None or judge_name.lower() == "none" else judge_name,
         "judge_samples": values["judge_samples"],
         "metrics": tuple(
             m.strip() for m in values["metrics"].split(",") if m.strip() and m.strip() != "all"

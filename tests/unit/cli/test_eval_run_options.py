@@ -70,11 +70,13 @@ def test_options_that_do_not_go_together(args: tuple[str, ...], message: str) ->
 
 
 def test_the_model_strings_are_parsed_at_the_edge() -> None:
-    from app.errors import ConfigError
-
     run = eval_run_options(_params("--suite", "smoke", "--judge", "local:smollm2"))
     assert run.config.judge_ref is not None and run.config.judge_ref.family == "local"
     assert run.config.model_ref.offline
-    # a bare model id names no provider: refused here, before the run prints its id
-    with pytest.raises(ConfigError, match=r"unknown provider 'gpt-4o'.*local \("):
-        eval_run_options(_params("--suite", "smoke", "--model", "gpt-4o"))
+    # a bare model id names no provider: refused when the option is parsed (a usage error,
+    # exit 2), before the run prints its id
+    with pytest.raises(click.BadParameter, match=r"unknown provider 'gpt-4o'.*local \("):
+        _params("--suite", "smoke", "--model", "gpt-4o")
+    with pytest.raises(click.BadParameter, match="anthropic family takes no base_url"):
+        _params("--suite", "smoke", "--judge", "anthropic:claude-opus-4-7@http://127.0.0.1:9")
+    assert eval_run_options(_params("--suite", "smoke", "--judge", "None")).config.judge is None
