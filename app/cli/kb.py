@@ -36,12 +36,14 @@ def chunks(search: str, acl: tuple[str, ...], kb_path: Path | None, as_json: boo
     from app.retrieval.kb import can_read, load_kb
 
     kb = load_kb(kb_path or kb_dir())
-    needle = search.strip().lower()
+    from app.text import mentions  # NFKC + case-folded, as every marker search
+
+    needle = search.strip()
     rows = []
     for c in kb.chunks:
         if acl and not can_read(acl, c.acl):
             continue
-        if needle and needle not in f"{c.chunk_id}\n{c.heading}\n{c.text}".lower():
+        if needle and not mentions(f"{c.chunk_id}\n{c.heading}\n{c.text}", [needle]):
             continue
         first = next((x for x in c.text.splitlines() if x.strip() and not x.startswith("#")), "")
         rows.append({"id": c.chunk_id, "heading": c.heading, "acl": list(c.acl), "first": first})

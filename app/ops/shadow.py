@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from app.ops.logs import AnswerLog, AnswerRecord
-from app.text import collapse_spaces, nfkc
+from app.text import compact
 
 SCHEMA_VERSION = 1
 
@@ -119,10 +119,7 @@ class ShadowReport:
 
 
 def _same(a: str, b: str) -> bool:
-    def norm(s: str) -> str:
-        return collapse_spaces(nfkc(s))
-
-    return norm(a) == norm(b)
+    return compact(a) == compact(b)  # width and whitespace, case kept (app.text.normalise)
 
 
 def _total_tokens(tokens: dict[str, int]) -> int | None:

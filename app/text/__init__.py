@@ -7,13 +7,15 @@ a question has the same terms everywhere and a keyword is found the same way eve
 
 ::
 
-    normalise   nfkc, fold, strip_invisible, collapse_spaces, normalise, canonical
+    normalise   nfkc, fold, strip_invisible, collapse_spaces, normalise, canonical, compact,
+                alnum_key
     analyser    tokenize(text, query=True), query_terms, stem, has_cjk, ensure_jieba
     stopwords   STOPWORDS_ZH, STOPWORDS_EN
     sentences   sentences
-    match       contains (keywords: numbers whole), numbers, strip_citations,
+    match       contains (keywords: numbers whole), mentions (plain markers), numbers,
+                strip_citations,
                 Matcher (terms in one text)
-    refusal     REFUSAL_MARKERS, REFUSAL_MODES, UNCERTAIN_MARKERS, mentions, is_refusal,
+    refusal     REFUSAL_MARKERS, REFUSAL_MODES, UNCERTAIN_MARKERS, is_refusal,
                 is_uncertain, is_rejection_answer, answer_refused, default_refusal
 """
 
@@ -26,8 +28,17 @@ from app.text.analyser import (
     stem,
     tokenize,
 )
-from app.text.match import Matcher, contains, contains_any, numbers, strip_citations
-from app.text.normalise import canonical, collapse_spaces, fold, nfkc, normalise, strip_invisible
+from app.text.match import Matcher, contains, contains_any, mentions, numbers, strip_citations
+from app.text.normalise import (
+    alnum_key,
+    canonical,
+    collapse_spaces,
+    compact,
+    fold,
+    nfkc,
+    normalise,
+    strip_invisible,
+)
 from app.text.refusal import (
     DEFAULT_REFUSAL_EN,
     DEFAULT_REFUSAL_ZH,
@@ -39,7 +50,6 @@ from app.text.refusal import (
     is_refusal,
     is_rejection_answer,
     is_uncertain,
-    mentions,
 )
 from app.text.sentences import sentences
 from app.text.stopwords import STOPWORDS_EN, STOPWORDS_ZH
@@ -54,9 +64,11 @@ __all__ = [
     "STOPWORDS_ZH",
     "UNCERTAIN_MARKERS",
     "Matcher",
+    "alnum_key",
     "answer_refused",
     "canonical",
     "collapse_spaces",
+    "compact",
     "contains",
     "contains_any",
     "default_refusal",

@@ -1,5 +1,8 @@
 """Keyword matching: one semantics for metrics, dataset checks and the suite builder.
 
+:func:`mentions` is the plain form (markers, trigger keywords, a search box): NFKC +
+case-folded substring search, nothing more.
+
 :func:`contains` is how a keyword (``must_include``, ``must_not_include``, a canary) is
 looked for in a text: both are :func:`app.text.normalise.normalise`-d (NFKC, casefold,
 whitespace collapsed), thousands separators are dropped from numbers (``32,000`` and
@@ -18,6 +21,7 @@ from __future__ import annotations
 import collections
 import functools
 import re
+from collections.abc import Iterable
 
 from app.text.analyser import has_cjk, tokenize
 from app.text.normalise import fold, nfkc, normalise
@@ -67,6 +71,14 @@ def contains(haystack: str, needle: str) -> bool:
     h, h_flat = _prepared(haystack)
     n, n_flat = _prepared(needle)
     return _found(n, h) or _found(n_flat, h_flat)
+
+
+def mentions(text: str, markers: Iterable[str]) -> bool:
+    """Plain marker search: True when ``text`` contains one of ``markers``, both NFKC +
+    case-folded (no whitespace or number rules: refusal markers, a prompt's rejection
+    trigger keywords, a search box). An empty marker never matches."""
+    low = fold(text)
+    return any(m and fold(m) in low for m in markers)
 
 
 def contains_any(texts: list[str] | tuple[str, ...], needle: str) -> bool:

@@ -10,6 +10,14 @@
   ends stripped (the metrics' keyword form).
 * :func:`canonical` — :func:`normalise` with invisible characters removed first (the
   injection detector's view 1).
+* :func:`compact` — :func:`nfkc` with whitespace collapsed, case kept (shadow replay's
+  "is the answer text the same").
+* :func:`alnum_key` — :func:`fold` keeping letters and digits only (a question's identity
+  when mining the answer log and matching it against the suites).
+
+Every module that compares text calls one of these; none keeps its own ``lower()`` or
+NFKC (the injection detector adds its homoglyph and combining-mark folding on top of
+:func:`nfkc` and :func:`strip_invisible`, in ``app/generation/pipeline/injection.py``).
 
 All functions are pure and total (any ``str`` in, a ``str`` out).
 """
@@ -63,3 +71,13 @@ def normalise(text: str) -> str:
 def canonical(text: str) -> str:
     """:func:`normalise` with invisible characters removed before folding."""
     return collapse_spaces(strip_invisible(nfkc(text)).casefold())
+
+
+def compact(text: str) -> str:
+    """NFKC, whitespace collapsed, case kept."""
+    return collapse_spaces(nfkc(text))
+
+
+def alnum_key(text: str) -> str:
+    """:func:`fold` with everything but letters and digits dropped."""
+    return "".join(ch for ch in fold(text) if ch.isalnum())

@@ -7,7 +7,7 @@ live above this ground-floor package, so the agreement is a test
 (``tests/unit/text/test_refusal.py`` loads the registry): a new prompt whose trigger or
 rejection answer is not recognised here fails it.
 
-Matching is case-insensitive substring search on the NFKC form (:func:`mentions`): the
+Matching is case-insensitive substring search on the NFKC form (:func:`app.text.match.mentions`): the
 metrics, the pipeline's rejection guard (a prompt's trigger keywords) and its uncertainty
 check all use it, so a full-width ``Ｉ ＣＡＮＮＯＴ ＡＮＳＷＥＲ`` gets one verdict.
 
@@ -20,10 +20,10 @@ answer and in the answer log; the harness, shadow replay and mining read it from
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
 
 from app.text.analyser import has_cjk
-from app.text.normalise import fold, normalise
+from app.text.match import mentions
+from app.text.normalise import normalise
 
 #: the pipeline's answer modes that are refusals (``app.generation.pipeline.trace.AnswerMode``
 #: holds them all; a test keeps the two in step)
@@ -69,13 +69,6 @@ REFUSAL_MARKERS: tuple[str, ...] = (
 )
 DEFAULT_REFUSAL_ZH = "抱歉，根据现有资料无法回答该问题。"
 DEFAULT_REFUSAL_EN = "Sorry, I cannot answer this question from the provided documents."
-
-
-def mentions(text: str, markers: Iterable[str]) -> bool:
-    """True when ``text`` contains one of ``markers`` (both NFKC + case-folded; an empty
-    marker never matches)."""
-    low = fold(text)
-    return any(m and fold(m) in low for m in markers)
 
 
 def is_refusal(text: str) -> bool:

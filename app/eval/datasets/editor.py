@@ -169,13 +169,15 @@ class EditorState:
         ]
 
     def chunks(self, query: str, acl: list[str], limit: int = 30) -> list[dict[str, Any]]:
-        q = query.strip().lower()
+        from app.text import mentions
+
+        q = query.strip()
         out = []
         for c in self.kb.chunks:
             if not can_read(acl, c.acl):
                 continue
-            hay = f"{c.chunk_id}\n{c.heading}\n{c.title}\n{c.text}".lower()
-            if q and q not in hay:
+            hay = f"{c.chunk_id}\n{c.heading}\n{c.title}\n{c.text}"
+            if q and not mentions(hay, [q]):  # NFKC + case-folded (app.text.match)
                 continue
             first = next(
                 (x for x in c.text.splitlines() if x.strip() and not x.startswith("#")), ""

@@ -31,7 +31,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.ops.logs import AnswerLog, AnswerRecord, FeedbackRecord
-from app.text import nfkc
+from app.text import alnum_key
 
 RULES = ("no_recall", "thumbs_down", "citation_out_of_range", "high_latency")
 LOW_TOP1 = 0.3
@@ -101,7 +101,7 @@ class MineResult:
 
 
 def _norm(text: str) -> str:
-    return "".join(ch for ch in nfkc(text).lower() if ch.isalnum())
+    return alnum_key(text)  # the one normaliser (app.text.normalise)
 
 
 def _terms(text: str) -> frozenset[str]:

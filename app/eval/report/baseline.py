@@ -28,6 +28,7 @@ from typing import Any
 from app.errors import ReportError
 from app.generation.registry.rules import Violation
 from app.paths import repo_root
+from app.text import normalise
 
 # Header metric spellings → report metric names.
 METRIC_ALIASES: dict[str, str] = {
@@ -45,7 +46,7 @@ TOLERANCE = 0.005 + 1e-9  # header numbers carry two decimals
 
 def suite_key(text: str) -> str:
     """``smoke set`` / ``smoke集`` / ``Smoke suite`` → ``smoke`` (header spellings)."""
-    key = text.strip().casefold()
+    key = normalise(text)  # NFKC, case-folded, spaces collapsed (app.text.normalise)
     for suffix in (" set", " suite", "评测集", "集"):
         key = key.removesuffix(suffix).strip()
     return key
