@@ -197,7 +197,7 @@ def compare_page(
     new_href: str,
     home: str | None = None,
 ) -> str:
-    from app.eval.compare import LABEL
+    from app.eval.compare import LABEL, UNVERIFIED
     from app.eval.compare.render import fmt_delta, fmt_value
 
     tags, diffs = _tags(new)
@@ -214,6 +214,7 @@ def compare_page(
         base_href=base_href,
         new_href=new_href,
         label=LABEL,
+        unverified_label=UNVERIFIED,
         fmt_value=fmt_value,
         fmt_delta=fmt_delta,
         fmt_p=_fmt_p,

@@ -251,3 +251,19 @@ def test_latency_of_cached_answers_is_not_compared() -> None:
     r = _row(compare_reports(cold, warm), "latency_s")
     assert r.verdict == "no_data" and r.symbol != "✅"
     assert r.reasons == ("no case measured in both: a cached answer carries no latency",)
+
+
+def test_the_compare_page_says_unverified_and_counts_judge_only_changes() -> None:
+    from app.view.pages import compare_page
+
+    values = {"faithfulness": [4.0] * N, "citation_accuracy": [1.0] * N}
+    kw = {"candidate": "offline:extractive", "judge": "offline:reference-judge"}
+    base = build_report(values, **kw)
+    new = build_report(values, prompt_version="system/kb_qa_v2", **kw)
+    cmp = compare_reports(base, new)
+    href = {c.id: f"#{c.id}" for c in base.cases}
+    page = compare_page(base, new, cmp, href, "a.html", "b.html")
+    assert (
+        "⚠️ unverified: no model ran." in page and "rag eval diff-prompt system/kb_qa v1 v2" in page
+    )
+    assert "➖ not measured" in page and "judge-only changes: 0" in page
