@@ -23,23 +23,32 @@ from app.errors import DatasetError
 @click.option("--xlsx", "kind", flag_value="xlsx", help="Write an Excel workbook.")
 @click.option("--version", "version", default=None, metavar="X.Y", help="Default: the newest.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--lang", type=click.Choice(["zh", "en"]), default=None, help="Help sheet language.")
+@click.option(
+    "--lang",
+    type=click.Choice(["zh", "en"]),
+    default=None,
+    help="Language of the help sheet and the messages.",
+)
 def export_cmd(
     suite: str, kind: str | None, version: str | None, out: Path | None, lang: str | None
 ) -> None:
     """Write SUITE as a spreadsheet, one row per case (default file: <suite>_v<x.y>.<kind>)."""
     from app.eval.datasets.case import load_suite
-    from app.eval.datasets.messages import resolve_lang
+    from app.eval.datasets.messages import resolve_lang, say
     from app.eval.datasets.sheets import export_rows, write_sheet
 
     if kind is None:
         raise click.UsageError("give --csv or --xlsx")
+    code = resolve_lang(lang)
     data = load_suite(suite, version)
     target = out or Path(f"{data.name}_v{data.version}.{kind}")
     if target.exists():
-        raise DatasetError(f"{target}: already exists — give another --out")
-    write_sheet(export_rows(data), target, kind, lang=resolve_lang(lang))
-    click.echo(f"wrote {target} ({len(data.cases)} cases of {data.name} v{data.version})")
+        raise DatasetError(say("sheet.exists", code, target=target))
+    write_sheet(export_rows(data), target, kind, lang=code)
+    n = len(data.cases)
+    click.echo(
+        say("sheet.exported", code, target=target, n=n, suite=data.name, version=data.version)
+    )
 
 
 @click.command("import")

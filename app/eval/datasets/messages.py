@@ -442,6 +442,14 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "{n} cases, identical to {name}: nothing written",
         "{n} 个用例，与 {name} 完全相同：没有写入",
     ),
+    "sheet.exported": (
+        "wrote {target} ({n} cases of {suite} v{version})",
+        "已写入 {target}（{suite} v{version} 的 {n} 个用例）",
+    ),
+    "sheet.exists": (
+        "{target}: already exists — give another --out",
+        "{target}：文件已存在——请用 --out 换一个文件名",
+    ),
     "sheet.raised": (
         "version raised for the changed case(s): {ids}",
         "以下用例内容有改动，version 已自动加 1：{ids}",

@@ -228,3 +228,17 @@ def test_import_raises_the_version_of_a_changed_case_so_the_check_passes(
         main(["datasets", "check", "--changed-since", "HEAD"])
     out = capsys.readouterr().out
     assert "version" not in out and exc.value.code == 0, out
+
+
+def test_export_speaks_the_experts_language(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["datasets", "export", "smoke", "--csv", "--out", "s.csv", "--lang", "zh"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == "已写入 s.csv（smoke v1.0 的 43 个用例）"
+    with pytest.raises(SystemExit) as exc:
+        main(["datasets", "export", "smoke", "--csv", "--out", "s.csv", "--lang", "zh"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "s.csv：文件已存在——请用 --out 换一个文件名" in err and "Traceback" not in err
