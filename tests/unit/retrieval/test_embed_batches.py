@@ -250,3 +250,27 @@ def test_rag_kb_embed_embeds_what_is_missing_once(
     embed_mod._SHARED.clear()  # a new process
     again = CliRunner().invoke(cli, ["kb", "embed", "--kb", str(kb)])
     assert again.exit_code == 0 and "0 text(s) embedded now" in again.output
+
+
+def test_after_a_sentence_is_appended_to_every_document_only_changed_chunks_are_embedded(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    from app.retrieval.hybrid import HybridRetriever
+
+    kb_copy = tmp_path / "kb"
+    shutil.copytree(kb_dir(), kb_copy)
+    before = load_kb(kb_copy)
+    inner = Counting()
+    HybridRetriever(before, CachedEmbedder(inner, tmp_path / "v"))
+    docs = sorted(kb_copy.rglob("*.md"))
+    for doc in docs:
+        doc.write_text(doc.read_text(encoding="utf-8") + "\n本文件由人力资源部解释。\n", "utf-8")
+    after = load_kb(kb_copy)
+    old = {f"{c.title}\n{c.text}" for c in before.chunks}
+    changed = [c for c in after.chunks if f"{c.title}\n{c.text}" not in old]
+    assert 0 < len(changed) <= len(docs) < len(after.chunks)  # each document's last chunk
+    again = Counting()
+    HybridRetriever(after, CachedEmbedder(again, tmp_path / "v"))
+    assert sum(again.calls) == len(changed)  # the titles and the other chunks are held
