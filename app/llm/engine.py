@@ -385,8 +385,6 @@ class Engine:
         self._budget.request()
         while True:
             attempt += 1
-            self.stats.calls += 1
-            by_provider[label] = by_provider.get(label, 0) + 1
             try:
                 if in_process and limiter.free(endpoint):
                     # every slot is free and no rate limit applies, and the call returns
@@ -394,6 +392,8 @@ class Engine:
                     # the slots around it or a deadline (which can only fire at an await)
                     # would change nothing
                     started = time.perf_counter()
+                    self.stats.calls += 1  # counted when sent, not while queued
+                    by_provider[label] = by_provider.get(label, 0) + 1
                     completion = _run_in_process(
                         impl.generate(request, model=spec.model, timeout_s=timeout_s), label
                     )
@@ -401,6 +401,10 @@ class Engine:
                 else:
                     async with limiter.slot(endpoint, est_tokens) as tpm_event:
                         started = time.perf_counter()
+                        # counted when sent: a call still queued for a slot when the run
+                        # stops (Ctrl-C, --max-cost) was never made
+                        self.stats.calls += 1
+                        by_provider[label] = by_provider.get(label, 0) + 1
                         try:
                             async with asyncio.timeout(timeout_s):
                                 completion = await impl.generate(

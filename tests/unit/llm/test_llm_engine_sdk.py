@@ -319,3 +319,23 @@ async def test_registered_offline_provider_parses_and_runs(engine_factory: Engin
     register_provider("offline:constant", Constant)
     completion = await engine_factory().generate("offline:constant", chat())
     assert (completion.text, completion.cost_usd) == ("constant", 0.0)
+
+
+async def test_calls_count_what_was_sent_not_what_was_queued(
+    fake_llm_server: FakeLLMServer, engine_factory: EngineFactory
+) -> None:
+    """A run stopped while calls waited for a slot counted them as calls (after --resume the
+    report's engine calls were 0.7 % above the requests the provider saw)."""
+    fake_llm_server.latency_s = 0.3
+    engine = engine_factory(cache=False, concurrency=1)
+    provider = openai_provider(fake_llm_server)
+    tasks = [asyncio.create_task(engine.generate(provider, chat(f"q{i}"))) for i in range(6)]
+    for _ in range(200):  # until the first is with the server, the other five queued
+        if fake_llm_server.requests:
+            break
+        await asyncio.sleep(0.01)
+    for t in tasks:  # the run stops (Ctrl-C, --max-cost)
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert fake_llm_server.requests == 1
+    assert engine.stats.calls == 1, engine.stats.calls
