@@ -1,26 +1,100 @@
 """The trend page: each metric's mean and 95 % CI over the runs in a folder (the nightly
-archive), per suite, the points coloured by the prompt versions the run used. The CI is
-the report's own (``summary[metric].ci95``); nothing is recomputed here. Drawn as inline
-SVG (a band for the CI, a line through the means) with the numbers in a table below.
+archive), per suite, one line per candidate model, the runs placed on a time axis by their
+date. The CI is the report's own (``summary[metric].ci95``); nothing is recomputed here.
+Drawn as inline SVG (a line through the means, a bar for each CI) with the numbers in a
+table below, and a filter (candidate model, suite, metric) in the page.
+
+Only whole runs are drawn: a shard's report (``meta.shard``: one part of a sharded run,
+whose merged report is the run) is left out and counted, so a nightly's four shard partials
+never stand beside its merged run as four more runs.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from markupsafe import Markup, escape
 
 from app.view.model import RunEntry
 
-__all__ = ["trend_page"]
+__all__ = ["trend_data", "trend_page"]
 
 PALETTE = ["#1a73e8", "#d93025", "#188038", "#e37400", "#9334e6", "#007b83", "#b06000"]
-W, H, PAD = 1100, 170, 36
+W, H, PAD, AXIS = 1100, 190, 40, 22  # AXIS: the date labels' band under the plot
 
 
-def _svg(points: Sequence[dict[str, Any]], colours: dict[str, str]) -> Markup:
+@dataclass
+class Trend:
+    """suite → metric → candidate model → one point per run, oldest first."""
+
+    series: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    )
+    shards_left_out: list[str] = field(default_factory=list)
+
+    @property
+    def models(self) -> list[str]:
+        return sorted({m for metrics in self.series.values() for s in metrics.values() for m in s})
+
+
+def _when(created_at: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.fromtimestamp(0, UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def trend_data(entries: Sequence[RunEntry]) -> Trend:
+    trend = Trend()
+    runs = sorted((e for e in entries if e.report), key=lambda e: _when(e.created_at))
+    for entry in runs:
+        r = entry.report
+        assert r is not None
+        if r.meta.shard is not None:
+            trend.shards_left_out.append(entry.key)
+            continue
+        prompts = ", ".join(p.version for p in r.meta.prompts.values()) or "no prompt"
+        model = r.meta.candidate.provider
+        for name, dist in r.summary.items():
+            trend.series[r.meta.suite][name][model].append(
+                {
+                    "run": entry.key,
+                    "date": r.created_at,
+                    "when": _when(r.created_at).timestamp(),
+                    "model": model,
+                    "prompts": prompts,
+                    "mean": dist.mean,
+                    "ci": list(dist.ci95) if dist.ci95 else None,
+                    "n": dist.n,
+                    "offline": r.offline,
+                    "merged": len(r.meta.merged_from),
+                    "partial": r.partial,
+                }
+            )
+    return trend
+
+
+def _ticks(times: Sequence[float], most: int = 8) -> list[float]:
+    """Where the date labels go: at each run when there are few, else evenly spaced."""
+    unique = sorted(set(times))
+    if len(unique) <= most:
+        return unique
+    t0, t1 = unique[0], unique[-1]
+    return [t0 + (t1 - t0) * i / (most - 1) for i in range(most)]
+
+
+def _label(t: float, span: float) -> str:
+    moment = datetime.fromtimestamp(t, UTC)
+    return moment.strftime("%Y-%m-%d" if span >= 86400 else "%Y-%m-%d %H:%M")
+
+
+def _svg(by_model: dict[str, list[dict[str, Any]]], colours: dict[str, str]) -> Markup:
+    points = [p for pts in by_model.values() for p in pts]
     values: list[float] = [
         float(v) for p in points for v in (p["mean"], *(p["ci"] or ())) if v is not None
     ]
@@ -29,63 +103,59 @@ def _svg(points: Sequence[dict[str, Any]], colours: dict[str, str]) -> Markup:
     lo, hi = min(values), max(values)
     if hi - lo < 1e-9:
         lo, hi = lo - 0.5, hi + 0.5
-    n = len(points)
+    t0, t1 = min(p["when"] for p in points), max(p["when"] for p in points)
+    plot_bottom = H - AXIS
 
-    def x(i: int) -> float:
-        return PAD + (W - 2 * PAD) * (i / (n - 1) if n > 1 else 0.5)
+    def x(t: float) -> float:
+        return PAD + (W - 2 * PAD) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.5)
 
     def y(v: float) -> float:
-        return H - PAD / 2 - (H - PAD) * (v - lo) / (hi - lo)
+        return plot_bottom - PAD / 4 - (plot_bottom - PAD / 2) * (v - lo) / (hi - lo)
 
-    band_top = [(x(i), y(p["ci"][1])) for i, p in enumerate(points) if p["ci"]]
-    band_bot = [(x(i), y(p["ci"][0])) for i, p in enumerate(points) if p["ci"]]
     parts = [f'<svg class="trend" role="img" viewBox="0 0 {W} {H}" width="100%" height="{H}">']
     parts.append(f'<text x="2" y="{y(hi) + 4:.1f}" font-size="11">{hi:.3g}</text>')
     parts.append(f'<text x="2" y="{y(lo) + 4:.1f}" font-size="11">{lo:.3g}</text>')
-    if len(band_top) > 1:
-        poly = " ".join(f"{a:.1f},{b:.1f}" for a, b in band_top + band_bot[::-1])
-        parts.append(f'<polygon points="{poly}" fill="#1a73e8" fill-opacity="0.15"/>')
-    line = [(x(i), y(p["mean"])) for i, p in enumerate(points) if p["mean"] is not None]
-    if len(line) > 1:
-        pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in line)
-        parts.append(f'<polyline points="{pts}" fill="none" stroke="#5f6368" stroke-width="1.5"/>')
-    for i, p in enumerate(points):
-        if p["ci"]:
+    parts.append(
+        f'<line x1="{PAD}" x2="{W - PAD}" y1="{plot_bottom:.1f}" y2="{plot_bottom:.1f}" '
+        'stroke="#9aa0a6"/>'
+    )
+    shown: set[str] = set()
+    for t in _ticks([p["when"] for p in points]):
+        label = _label(t, t1 - t0)
+        if label in shown:  # two runs on one day: one label
+            continue
+        shown.add(label)
+        parts.append(
+            f'<text class="date" x="{x(t):.1f}" y="{H - 6}" font-size="11" '
+            f'text-anchor="middle">{label}</text>'
+        )
+    for model, pts in sorted(by_model.items()):
+        colour = colours[model]
+        parts.append(f'<g class="series" data-model="{escape(model)}">')
+        line = [(x(p["when"]), y(p["mean"])) for p in pts if p["mean"] is not None]
+        if len(line) > 1:
+            coords = " ".join(f"{a:.1f},{b:.1f}" for a, b in line)
             parts.append(
-                f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(p["ci"][0]):.1f}" '
-                f'y2="{y(p["ci"][1]):.1f}" stroke="{colours[p["prompts"]]}" stroke-opacity="0.6"/>'
+                f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
             )
-        if p["mean"] is not None:
-            title = escape(f"{p['run']} · {p['prompts']} · mean {p['mean']:.3f}")
-            parts.append(
-                f'<circle cx="{x(i):.1f}" cy="{y(p["mean"]):.1f}" r="4" '
-                f'fill="{colours[p["prompts"]]}"><title>{title}</title></circle>'
-            )
+        for p in pts:
+            if p["ci"]:
+                parts.append(
+                    f'<line x1="{x(p["when"]):.1f}" x2="{x(p["when"]):.1f}" '
+                    f'y1="{y(p["ci"][0]):.1f}" y2="{y(p["ci"][1]):.1f}" stroke="{colour}" '
+                    'stroke-opacity="0.5" stroke-width="3"/>'
+                )
+            if p["mean"] is not None:
+                title = escape(
+                    f"{p['date']} · {model} · {p['prompts']} · mean {p['mean']:.3f} · {p['run']}"
+                )
+                parts.append(
+                    f'<circle cx="{x(p["when"]):.1f}" cy="{y(p["mean"]):.1f}" r="4" '
+                    f'fill="{colour}"><title>{title}</title></circle>'
+                )
+        parts.append("</g>")
     parts.append("</svg>")
     return Markup("".join(parts))
-
-
-def trend_data(entries: Sequence[RunEntry]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """suite → metric → one point per run (oldest first)."""
-    out: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    runs = sorted((e for e in entries if e.report), key=lambda e: e.created_at)
-    for entry in runs:
-        r = entry.report
-        assert r is not None
-        prompts = ", ".join(p.version for p in r.meta.prompts.values()) or "no prompt"
-        for name, dist in r.summary.items():
-            out[r.meta.suite][name].append(
-                {
-                    "run": entry.key,
-                    "date": r.created_at,
-                    "prompts": prompts,
-                    "mean": dist.mean,
-                    "ci": list(dist.ci95) if dist.ci95 else None,
-                    "n": dist.n,
-                    "offline": r.offline,
-                }
-            )
-    return out
 
 
 def trend_page(
@@ -94,18 +164,20 @@ def trend_page(
     from app.view.pages import _render
 
     data = trend_data(entries)
-    labels = sorted({p["prompts"] for metrics in data.values() for pts in metrics.values() for p in pts})  # fmt: skip
-    colours = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
-    suites = [
-        {
-            "name": suite,
-            "metrics": [
-                {"name": m, "svg": _svg(pts, colours), "points": pts}
-                for m, pts in sorted(metrics.items())
-            ],
-        }
-        for suite, metrics in sorted(data.items())
-    ]
+    colours = {model: PALETTE[i % len(PALETTE)] for i, model in enumerate(data.models)}
+    suites: list[dict[str, Any]] = []
+    for suite, metrics in sorted(data.series.items()):
+        drawn: list[dict[str, Any]] = []
+        for metric, by_model in sorted(metrics.items()):
+            points = sorted((p for pts in by_model.values() for p in pts), key=lambda p: p["when"])
+            drawn.append({"name": metric, "svg": _svg(by_model, colours), "points": points})
+        suites.append({"name": suite, "metrics": drawn})
     return _render(
-        "trend.html", lang="en", home=home, suites=suites, colours=colours, run_href=run_href
+        "trend.html",
+        lang="en",
+        home=home,
+        suites=suites,
+        colours=colours,
+        run_href=run_href,
+        shards_left_out=data.shards_left_out,
     )
