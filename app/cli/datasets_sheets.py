@@ -95,6 +95,7 @@ def import_cmd(
     )
     from app.paths import datasets_dir, kb_dir
     from app.retrieval.kb import load_kb
+    from app.safe_io import create_new_bytes
 
     code = resolve_lang(lang)
     if not file.is_file():
@@ -158,14 +159,10 @@ def import_cmd(
             click.echo(say("sheet.wrote", code, target=newest, n=len(cases)))
             return
         if out is not None:
-            tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-            tmp.write_text(text, encoding="utf-8", newline="\n")
-            try:
-                os.link(tmp, out)  # never replaces a file
+            try:  # fsynced, complete when it appears, never replaces a file (app.safe_io)
+                create_new_bytes(out, text.encode("utf-8"))
             except FileExistsError:
                 raise DatasetError(f"{out}: already exists — nothing written") from None
-            finally:
-                tmp.unlink(missing_ok=True)
             click.echo(say("sheet.wrote", code, target=out, n=len(cases)))
             return
         if versions:

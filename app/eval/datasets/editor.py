@@ -77,6 +77,7 @@ from app.eval.datasets.versions import (
     with_note,
 )
 from app.retrieval.kb import KnowledgeBase, can_read
+from app.safe_io import atomic_write_text
 
 __all__ = ["Conflict", "EditorState", "Route", "issue", "issues"]
 
@@ -456,16 +457,7 @@ class EditorState:
 
 def _replace(target: Path, text: str) -> None:
     """A candidate file (``reports/candidates/``, outside the datasets folder) rewritten."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    _write(tmp, text)
-    os.replace(tmp, target)
-
-
-def _write(path: Path, text: str) -> None:
-    with path.open("w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    atomic_write_text(target, text)  # fsynced, one rename (app.safe_io)
 
 
 def issues(result: CheckResult, lang: Lang = "en") -> list[dict[str, Any]]:

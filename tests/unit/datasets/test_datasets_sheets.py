@@ -169,6 +169,28 @@ def test_cli_export_import(
     assert not (folder / "smoke_v1.2.jsonl").exists()
 
 
+def test_import_out_is_written_by_the_one_atomic_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `rag datasets import --out` used to link an unsynced temp file into place
+    import os
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    rows = export_rows(load_suite("smoke", root=DATASETS))
+    write_sheet(rows, tmp_path / "s.csv", "csv")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["datasets", "import", "s.csv", "--suite", "smoke", "--out", "new.jsonl"])
+    assert exc.value.code == 0 and synced
+    assert (tmp_path / "new.jsonl").read_bytes() == (DATASETS / "smoke_v1.0.jsonl").read_bytes()
+    with pytest.raises(SystemExit) as exc:  # never replaces a file
+        main(["datasets", "import", "s.csv", "--suite", "smoke", "--out", "new.jsonl"])
+    assert exc.value.code != 0 and "already exists" in capsys.readouterr().err
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
 FORMULAS = ['=HYPERLINK("http://evil.example","点我")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"]
 
 
