@@ -124,7 +124,8 @@ def render_markdown(report: ReportSummary) -> str:
         f"- candidate: `{meta.candidate.provider}`"
         + (" (offline baseline — not a model's numbers)" if meta.candidate.offline else ""),
         f"- judge: `{judge.provider}` × {judge.samples} samples"
-        + (" (offline reference judge)" if judge.offline else ""),
+        + (" (offline reference judge)" if judge.offline else "")
+        + (" — WEAK JUDGE: its metrics never gate" if judge.weak else ""),
         "- prompts: " + ", ".join(f"`{p.version}`" for p in meta.prompts.values()),
         "- datasets: "
         + ", ".join(f"{d.name} v{d.version} ({d.sha256[:12]}…)" for d in meta.datasets),

@@ -129,6 +129,8 @@ def test_a_run_judged_by_the_local_tier_sends_the_schema_and_says_weak(
     report = json.loads(path.read_text(encoding="utf-8"))
     assert report["meta"]["judge"]["weak"] is True
     assert report["verdicts"]["faithfulness"]["verdict"] == "fail"  # every score was 1
+    md = next(tmp_path.glob("eval_*.md")).read_text(encoding="utf-8")
+    assert "`local:smollm2` × 1 samples — WEAK JUDGE: its metrics never gate" in md
     line = report["status_line"]
     assert "judge metrics not gated (weak judge:" in line and "faithfulness" in line
     assert "faithfulness" not in line.split("judge metrics not gated")[0]
