@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from app.cli import options
+
 
 @click.group("judge")
 def cli() -> None:
@@ -27,7 +29,12 @@ def cli() -> None:
     required=True,
     help="JSONL of human-labelled rows (e.g. tests/eval/calibration/labels_v1.0.jsonl).",
 )
-@click.option("--judge", required=True, help="Judge model, e.g. anthropic:claude-opus-4-7.")
+@click.option(
+    "--judge",
+    required=True,
+    type=options.PROVIDER,
+    help="Judge model, e.g. anthropic:claude-opus-4-7.",
+)
 @click.option("--samples", type=int, default=3, show_default=True, help="Judge samples per row.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def calibrate_cmd(labels: Path, judge: str, samples: int, as_json: bool) -> None:

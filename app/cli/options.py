@@ -61,8 +61,9 @@ class _ProviderString(click.ParamType["str | None", Any]):
 
     name = "family:model"
 
-    def __init__(self, *, none_ok: bool = False) -> None:
+    def __init__(self, *, none_ok: bool = False, bare_ok: bool = False) -> None:
         self.none_ok = none_ok
+        self.bare_ok = bare_ok  # a bare model id (gpt-4o) is fine: rendering calls nothing
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -76,13 +77,15 @@ class _ProviderString(click.ParamType["str | None", Any]):
         importlib.import_module("app.baselines")  # the offline family registers itself
         families = importlib.import_module("app.llm.providers.families")
         try:
-            families.parse_provider(str(value))
+            (families.parse_model if self.bare_ok else families.parse_provider)(str(value))
         except ConfigError as exc:
             self.fail(str(exc), param, ctx)
         return str(value)
 
 
 PROVIDER = _ProviderString()
+#: a provider string or a bare model id (``rag prompts render``: a prompt is rendered for it)
+MODEL_OR_ID = _ProviderString(bare_ok=True)
 
 model = click.option(
     "--model",

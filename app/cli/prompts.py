@@ -186,7 +186,9 @@ def _read_json(path: Path, what: str, limit_name: str) -> Any:
 
 @cli.command("render")
 @click.argument("name")
-@click.option("--model", "-m", required=True, help="Model id or provider string.")
+@click.option(
+    "--model", "-m", required=True, type=options.MODEL_OR_ID, help="Model id or provider string."
+)
 @click.option(
     "--var",
     "var_items",

@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from app.cli import options
+
 
 @click.command("shadow")
 @click.argument("answer_log", type=click.Path(path_type=Path))
@@ -22,6 +24,7 @@ import click
 @click.option(
     "--model",
     default=None,
+    type=options.PROVIDER,
     help="Candidate model (default: the model each answer was logged with).",
 )
 @click.option("--kb", "kb_path", type=click.Path(path_type=Path), default=None)
