@@ -135,7 +135,7 @@ def build(args: argparse.Namespace) -> list[dict[str, object]]:
     latency = by_arm(args.latency_ms, args.candidate_latency_ms) * rng.lognormal(0, 0.35, n)
     cost = by_arm(args.cost_usd, args.candidate_cost_usd) * rng.lognormal(0, 0.2, n)
     question = rng.integers(0, len(QUESTIONS), n)
-    delay = rng.uniform(60, 1800, n)
+    delay = rng.uniform(30, 600, n)  # a rating comes within 10 minutes
     pid = args.prompt
     records: list[dict[str, object]] = []
     feedback: list[dict[str, object]] = []

@@ -97,28 +97,12 @@ def _evidence(
     now: datetime,
     alpha: float,
 ) -> Any:
-    from app.generation.registry.releases import parse_since
-    from app.generation.registry.rollout import Evidence, plan_of, stage_index
+    from app.eval.compare.live import stage_evidence
 
     rel = reg.releases.entries[pid]
-    rollout = rel.rollout
-    assert rollout is not None
-    qualified = f"{pid}_v{rollout.candidate}"
-    stage = plan_of(reg.releases)[stage_index(plan_of(reg.releases), rollout)]
-    if stage.evidence == "shadow":
-        replayed, problem = _shadow_evidence(shadow_report, qualified)
-        return Evidence(shadow_replayed=replayed, shadow_problem=problem)
-    if log is None:
-        return Evidence()
-    from app.eval.compare.live import candidate_answers, compare_arms
-
-    since = parse_since(rollout.since)
-    answers = candidate_answers(log, pid, qualified, since)
-    regressions: tuple[str, ...] = ()
-    if answers:
-        cmp = compare_arms(log, pid, since=since, until=now, alpha=alpha, candidate=qualified)
-        regressions = cmp.regressions
-    return Evidence(answers=answers, regressions=regressions)
+    assert rel.rollout is not None
+    shadow = _shadow_evidence(shadow_report, f"{pid}_v{rel.rollout.candidate}")
+    return stage_evidence(reg.releases, rel, log, now, alpha=alpha, shadow=shadow)
 
 
 def _plan(reg: PromptRegistry) -> Any:

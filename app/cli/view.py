@@ -16,12 +16,23 @@ import click
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="0: any free port.")  # fmt: skip
 @click.option("--open/--no-open", "open_browser", default=False, help="Open a browser tab.")
-def cli(folder: Path | None, port: int, open_browser: bool) -> None:
+@click.option("--log", "answer_log", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Answer log for /rollout (default: logs/answers.jsonl).")  # fmt: skip
+@click.option("--prompts", "prompts_root", type=click.Path(path_type=Path, file_okay=False),
+              default=None, help="Prompts tree for /rollout (default: the shipped one).")  # fmt: skip
+def cli(
+    folder: Path | None,
+    port: int,
+    open_browser: bool,
+    answer_log: Path | None,
+    prompts_root: Path | None,
+) -> None:
     """Serve the runs in FOLDER (default: reports/) on http://127.0.0.1:PORT/.
 
     Runs list, one run (summary + filterable case table), one case (golden answer,
     retrieved chunks with ACL, judge reasoning, cost), compare two runs (delta table, then
-    each case's answers side by side with a word diff) and a trend over the runs.
+    each case's answers side by side with a word diff), a trend over the runs, and
+    /rollout: each staged rollout's stage, next step, A/B of its arms and 👎 trend per arm.
     """
     from app.paths import reports_dir
     from app.view.server import serve
@@ -35,4 +46,4 @@ def cli(folder: Path | None, port: int, open_browser: bool) -> None:
 
             webbrowser.open(url)
 
-    serve(target, port, ready)
+    serve(target, port, ready, prompts_root, answer_log)

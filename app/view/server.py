@@ -9,6 +9,7 @@ Routes (ids URL-quoted)::
     /compare/<base>/<new>               delta table + per-case changes
     /compare/<base>/<new>/case/<case>   both answers side by side, word diff
     /trend                              metric means with 95 % CI per run, by prompt version
+    /rollout                            staged rollouts: stage, next step, A/B and trend per arm
 
 Only GET, only with the server's own ``Host`` (:mod:`app.local_http`: a DNS-rebinding page
 gets 403), never in a frame.
@@ -44,9 +45,13 @@ def q(text: str) -> str:
 class Viewer:
     """Routes a path to a page; ``None``: not found."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(
+        self, folder: Path, prompts_root: Path | None = None, answer_log: Path | None = None
+    ) -> None:
         self.folder = folder
         self.store = RunStore(folder)
+        self.prompts_root = prompts_root
+        self.answer_log = answer_log
 
     def page(self, path: str) -> tuple[int, str]:
         parts = [unquote(p) for p in urlsplit(path).path.split("/") if p]
@@ -71,6 +76,13 @@ class Viewer:
                     "/compare/",
                     trend="/trend",
                 )
+            case ["rollout"]:
+                from app.generation.registry import default_root
+                from app.paths import logs_dir
+                from app.view.rollout import rollout_page
+
+                log = self.answer_log or logs_dir() / "answers.jsonl"
+                return rollout_page(self.prompts_root or default_root(), log, home="/")
             case ["trend"]:
                 from app.view.trend import trend_page
 
@@ -151,18 +163,27 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def make_server(folder: Path, port: int = 0) -> ThreadingHTTPServer:
+def make_server(
+    folder: Path, port: int = 0, prompts_root: Path | None = None, answer_log: Path | None = None
+) -> ThreadingHTTPServer:
     """A server on 127.0.0.1 (``port=0``: a free port; read ``server.server_address``)."""
     if not folder.is_dir():
         raise UserError(f"{folder}: no such folder; pass the folder holding eval_*.json reports")
-    server = ThreadingHTTPServer((HOST, port), _handler(Viewer(folder)))
+    viewer = Viewer(folder, prompts_root, answer_log)
+    server = ThreadingHTTPServer((HOST, port), _handler(viewer))
     server.daemon_threads = True
     return server
 
 
-def serve(folder: Path, port: int, on_ready: Callable[[str], None]) -> None:
+def serve(
+    folder: Path,
+    port: int,
+    on_ready: Callable[[str], None],
+    prompts_root: Path | None = None,
+    answer_log: Path | None = None,
+) -> None:
     """Serve until Ctrl-C."""
-    server = make_server(folder, port)
+    server = make_server(folder, port, prompts_root, answer_log)
     host, bound = server.server_address[:2]
     on_ready(f"http://{host!s}:{bound}/")
     try:
@@ -173,9 +194,11 @@ def serve(folder: Path, port: int, on_ready: Callable[[str], None]) -> None:
         server.server_close()
 
 
-def serve_in_thread(folder: Path) -> tuple[ThreadingHTTPServer, str]:
+def serve_in_thread(
+    folder: Path, prompts_root: Path | None = None, answer_log: Path | None = None
+) -> tuple[ThreadingHTTPServer, str]:
     """For tests: a running server and its base URL; call ``shutdown()`` then ``server_close()``."""
-    server = make_server(folder, 0)
+    server = make_server(folder, 0, prompts_root, answer_log)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     host, port = server.server_address[:2]
     return server, f"http://{host!s}:{port}"

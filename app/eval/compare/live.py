@@ -7,7 +7,7 @@ verdict vocabulary as ``rag eval compare`` (:mod:`app.eval.compare.table`):
 ==================  =========  =============================================================
 metric              better     worse, when significant
 ==================  =========  =============================================================
-👎 rate             lower      ❌ regression (share of answers with a 👎 by the look's time)
+👎 rate             lower      ❌ regression (answers 👎'd within 10 min; younger: not yet)
 citation validity   higher     ❌ regression (valid [n] / all [n] of answers that cite)
 refusal rate        lower      ⚠️ review: refusal rate up (refusing may be right)
 latency (mean)      lower      ⚠️ review: a cost, not a quality regression (p50/p95 shown)
@@ -42,10 +42,13 @@ import numpy as np
 from app.errors import UserError
 from app.eval.compare.table import LABEL, SYMBOL, Verdict
 from app.eval.stats import sequential
+from app.generation.registry.releases import Release, Releases, parse_since
+from app.generation.registry.rollout import Evidence, plan_of, stage_index
 from app.ops.logs import AnswerLog, AnswerRecord
 
 Kind = Literal["quality", "refusal", "cost"]
 LOOK_EVERY = timedelta(hours=1)
+FEEDBACK_WINDOW = timedelta(minutes=10)  # a 👎 counts when given within this of the answer
 
 
 @dataclass(frozen=True)
@@ -136,11 +139,15 @@ class LiveComparison:
         return data
 
 
-METHOD = (
-    "mixture SPRT (Johari et al.; normal mixture τ = "
-    f"{sequential.TAU_SD:g} pooled sd), always-valid under any number of looks; "
-    "confidence sequences intersected over hourly looks"
-)
+def method(look_every: timedelta) -> str:
+    minutes = look_every.total_seconds() / 60
+    every = f"{minutes / 60:g} h" if minutes >= 60 else f"{minutes:g} min"
+    return (
+        "mixture SPRT (Johari et al.; normal mixture τ = "
+        f"{sequential.TAU_SD:g} pooled sd), always-valid under any number of looks; "
+        f"confidence sequences intersected over looks every {every}; a 👎 counts within "
+        f"{FEEDBACK_WINDOW.total_seconds() / 60:g} min of its answer"
+    )
 
 
 # -- reading the log ---------------------------------------------------------------------------
@@ -217,8 +224,13 @@ def _rows(
 
 
 def _values(rows: _Rows, key: str, at: float) -> np.ndarray:
+    """Each answer's value at the look ``at`` (nan: none). The 👎 of an answer is whether it
+    got one within :data:`FEEDBACK_WINDOW`; an answer younger than that at the look has no
+    value yet, so every look measures the same thing however recent its answers."""
     if key == "thumbs_down_rate":
-        return (rows.down_at <= at).astype(float)
+        window = FEEDBACK_WINDOW.total_seconds()
+        down = (rows.down_at - rows.ts <= window).astype(float)
+        return np.where(rows.ts <= at - window, down, np.nan)
     return {
         "refusal_rate": rows.refused,
         "citation_validity": rows.cite,
@@ -422,23 +434,25 @@ def compare_arms(
                 tuple(reasons),
             )
         )
-    arms = {name: _summary(rows, name, side) for name, side in (("control", 0), ("candidate", 1))}
+    arms = {
+        name: _summary(rows, name, side, span) for name, side in (("control", 0), ("candidate", 1))
+    }
     return LiveComparison(
         prompt_id,
         start.strftime("%Y-%m-%dT%H:%M:%SZ"),
         end.strftime("%Y-%m-%dT%H:%M:%SZ"),
         alpha,
-        METHOD,
+        method(look_every),
         arms,
         tuple(metrics),
         tuple(looks),
     )
 
 
-def _summary(rows: _Rows, name: str, side: int) -> ArmSummary:
+def _summary(rows: _Rows, name: str, side: int, span: float) -> ArmSummary:
     sel = rows.arm == side
     lat = rows.latency[sel]
-    down = np.isfinite(rows.down_at[sel]).astype(float)
+    down = _values(rows, "thumbs_down_rate", span)[sel]
     return ArmSummary(
         arm=name,
         versions=tuple(sorted(rows.versions[name])),
@@ -546,3 +560,36 @@ def arms_seen(records: Sequence[AnswerRecord], prompt_id: str) -> dict[str, int]
         if arm is not None:
             out[arm.arm] = out.get(arm.arm, 0) + 1
     return out
+
+
+def stage_evidence(
+    releases: Releases,
+    release: Release,
+    log: AnswerLog | None,
+    now: datetime,
+    *,
+    alpha: float = sequential.ALPHA,
+    shadow: tuple[int | None, str | None] = (None, None),
+) -> Evidence:
+    """What the rollout of ``release`` has shown for its stage at ``now``: for an answers
+    stage, the candidate's answers in ``log`` since the stage began and the metrics the A/B
+    flags ❌; for a shadow stage, ``shadow`` (answers replayed by a `rag shadow` report of the
+    candidate, or why the report given does not count)."""
+    rollout = release.rollout
+    assert rollout is not None
+    plan = plan_of(releases)
+    stage = plan[stage_index(plan, rollout)]
+    if stage.evidence == "shadow":
+        return Evidence(shadow_replayed=shadow[0], shadow_problem=shadow[1])
+    if log is None:
+        return Evidence()
+    qualified = f"{release.prompt_id}_v{rollout.candidate}"
+    since = parse_since(rollout.since)
+    answers = candidate_answers(log, release.prompt_id, qualified, since)
+    regressions: tuple[str, ...] = ()
+    if answers:
+        cmp = compare_arms(
+            log, release.prompt_id, since=since, until=now, alpha=alpha, candidate=qualified
+        )
+        regressions = cmp.regressions
+    return Evidence(answers=answers, regressions=regressions)
