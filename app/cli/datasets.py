@@ -8,6 +8,8 @@
     rag datasets edit [--port P] [--lang zh|en]        # the browser case editor, 127.0.0.1 only
     rag datasets export SUITE --csv|--xlsx [--out FILE]
     rag datasets import FILE --suite S [--out FILE]
+    rag datasets anchor [FILE…] [--replace]            # labels follow their passage
+    rag datasets repoint CASE OLD_ID NEW_ID…           # a label whose passage changed
 
 Exit codes: 0 clean, 1 a check found an error, 2 unreadable input (missing file, not
 UTF-8, unknown git revision).
@@ -255,12 +257,15 @@ def stats(as_json: bool) -> None:
 
 
 def _register_mine() -> None:
+    from app.cli.datasets_anchor import anchor_cmd, repoint_cmd
     from app.cli.datasets_mine import mine_cmd
     from app.cli.datasets_sheets import export_cmd, import_cmd
 
     cli.add_command(mine_cmd)
     cli.add_command(export_cmd)
     cli.add_command(import_cmd)
+    cli.add_command(anchor_cmd)
+    cli.add_command(repoint_cmd)
 
 
 _register_mine()

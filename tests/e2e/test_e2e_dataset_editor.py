@@ -263,3 +263,49 @@ def test_a_candidate_s_review_is_saved_or_rejected_without_accepting_it(
     assert on_disk[1]["status"] == "rejected"
     assert on_disk[1]["rejected_reason"] == "duplicate of an existing hard case"
     assert sorted(p.name for p in folder.glob("*.jsonl")) == suites  # no suite written
+
+
+def test_a_label_whose_passage_vanished_is_repointed_with_one_click(
+    page: Any,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The editor shows each golden label's passage; a label whose passage was deleted from
+    the KB is an error with a "re-point" button, and the save writes the next version."""
+    from playwright.sync_api import expect
+
+    folder = _datasets(tmp_path)
+    kb_root = tmp_path / "kb" / "sample"
+    shutil.copytree(KB_ROOT, kb_root)
+    doc = kb_root / "hr/onboarding.md"
+    text = doc.read_text(encoding="utf-8")
+    gone = re.search(r"入职第一天上午 9:00.*\n", text)
+    assert gone is not None
+    doc.write_text(text.replace(gone.group(0), "报到安排另行通知。\n"), encoding="utf-8")
+    with _serving(EditorState(folder=folder, kb=load_kb(kb_root), lang="en")) as url:
+        page.goto(url)
+        page.click('button.suite[data-suite="smoke"]')
+        page.click('li.case[data-id="smoke-001"]')
+        expect(
+            page.locator('#passages li[data-chunk="sample:hr/onboarding.md#1"]')
+        ).to_contain_text("入职需携带的材料 › 新员工入职当天需携带")
+        page.click('li.case[data-id="smoke-002"]')
+        issue = page.locator('#issues li[data-code="passage-gone"]')
+        expect(issue).to_contain_text("smoke-002")
+        expect(issue).to_contain_text("报到时间与地点")
+        issue.locator("button.repoint").click()
+        expect(page.locator('#issues li[data-code="passage-gone"]')).to_have_count(0)
+        page.fill("#note", "smoke-002: the check-in passage was rewritten")
+        page.click("#save")
+        expect(page.locator("#status")).to_contain_text("saved to smoke_v1.1.jsonl")
+        page.wait_for_load_state("networkidle")
+        page.goto("about:blank")  # no request of the page outlives the server
+    new = folder / "smoke_v1.1.jsonl"
+    case = next(
+        json.loads(line)
+        for line in new.read_text(encoding="utf-8").splitlines()
+        if '"smoke-002"' in line
+    )
+    assert case["golden_chunk_ids"] == ["sample:hr/onboarding.md#2"]
+    assert case["anchors"]["sample:hr/onboarding.md#2"]["quote"].startswith("报到安排另行通知")
+    assert case["version"] == 2
+    assert check_paths([new], folder=folder, kb_root=kb_root).exit_code == 0

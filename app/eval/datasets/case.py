@@ -45,6 +45,7 @@ __all__ = [
     "DIFFICULTIES",
     "FILE_NAME_RE",
     "Case",
+    "PassageAnchor",
     "Suite",
     "Turn",
     "available_suites",
@@ -69,6 +70,7 @@ TEXT_PATTERN = r"\S"
 CHUNK_ID_PATTERN = r"^[A-Za-z0-9_-]+:[^#\s]+#[0-9]+$"
 TAG_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+SHA_PATTERN = r"^[0-9a-f]{16}$"
 ID_MAX_LENGTH = 64
 # the placeholder `rag datasets new-version` writes into CHANGELOG.md (--changed-since refuses it)
 CHANGELOG_STUB = "(describe what changed and why)"
@@ -138,6 +140,34 @@ class Turn(BaseModel):
         return _check(TEXT_PATTERN, v, "content")
 
 
+class PassageAnchor(BaseModel):
+    """Where a labelled chunk's passage is, whatever the chunk's position now
+    (:mod:`app.retrieval.passages`; written by ``rag datasets anchor`` / ``repoint``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    heading: list[str] = Field(description="The enclosing headings, outermost first.")
+    quote: str = Field(
+        description="The passage's first characters as written.",
+        json_schema_extra={"pattern": TEXT_PATTERN},
+    )
+    chars: int = Field(ge=1, description="Length of the passage without white space.")
+    sha256: str = Field(
+        description="First 16 hex digits of the sha256 of the passage without white space.",
+        json_schema_extra={"pattern": SHA_PATTERN},
+    )
+
+    @field_validator("quote")
+    @classmethod
+    def _quote(cls, v: str) -> str:
+        return _check(TEXT_PATTERN, v, "quote")
+
+    @field_validator("sha256")
+    @classmethod
+    def _sha(cls, v: str) -> str:
+        return _check(SHA_PATTERN, v, "sha256")
+
+
 class Case(BaseModel):
     """One golden case (one JSONL line). Unknown fields are refused."""
 
@@ -204,6 +234,13 @@ class Case(BaseModel):
     )
     reviewed_by: str | None = Field(default=None, json_schema_extra={"pattern": TEXT_PATTERN})
     version: int | None = Field(default=None, ge=1)
+    anchors: dict[str, PassageAnchor] = Field(
+        default_factory=dict,
+        description=(
+            "Per labelled chunk id: the passage it pointed at, so the label follows the text "
+            "when the knowledge base changes (written by `rag datasets anchor`)."
+        ),
+    )
 
     @field_validator(
         "golden_rewrite",
@@ -214,6 +251,7 @@ class Case(BaseModel):
         "history",
         "golden_chunk_ids",
         "acceptable_chunk_ids",
+        "anchors",
         "must_include",
         "must_not_include",
         "expected_refusal",
@@ -246,6 +284,13 @@ class Case(BaseModel):
     def _chunk_ids(cls, v: list[str]) -> list[str]:
         for n, item in enumerate(v):
             _check(CHUNK_ID_PATTERN, item, "chunk id", n)
+        return v
+
+    @field_validator("anchors")
+    @classmethod
+    def _anchor_keys(cls, v: dict[str, PassageAnchor]) -> dict[str, PassageAnchor]:
+        for key in v:
+            _check(CHUNK_ID_PATTERN, key, "chunk id")
         return v
 
     @field_validator("must_include", "must_not_include")

@@ -14,7 +14,7 @@ from typing import Any
 from app.errors import DatasetError
 from app.eval.datasets.case import CHANGELOG_STUB, iter_lines, parse_file_name
 from app.eval.datasets.issues import CheckResult, Sink, display, show
-from app.eval.datasets.versions import case_version, needs_new_version
+from app.eval.datasets.versions import case_version, needs_new_version, without_added_anchors
 
 __all__ = ["check_changed_since", "git"]
 
@@ -92,6 +92,26 @@ def _check_case_versions(root: Path, rev: str, rel: str, name: str, result: Chec
             )
 
 
+def _only_anchors_added(old: str, new: str) -> bool:
+    """Whether ``new`` is ``old`` with anchors added to labels and nothing else changed
+    (:func:`~app.eval.datasets.versions.without_added_anchors`), line for line."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    if len(old_lines) != len(new_lines):
+        return False
+    for a, b in zip(old_lines, new_lines, strict=True):
+        if a == b:
+            continue
+        try:
+            oa, nb = json.loads(a), json.loads(b)
+        except (ValueError, RecursionError):
+            return False
+        if not (isinstance(oa, dict) and isinstance(nb, dict)):
+            return False
+        if list(without_added_anchors(oa, nb).items()) != list(oa.items()):
+            return False
+    return True
+
+
 def check_changed_since(rev: str, folder: Path, result: CheckResult) -> None:
     """The seed 004 §11.3 rules against git revision ``rev``."""
     top = git(folder, "rev-parse", "--show-toplevel")
@@ -146,7 +166,7 @@ def check_changed_since(rev: str, folder: Path, result: CheckResult) -> None:
             sink.add(None, "", "released-deleted", code="released-edited", rev=rev, name=name)
             continue
         new = path.read_text(encoding="utf-8", errors="replace")
-        if new == old.stdout:
+        if new == old.stdout or _only_anchors_added(old.stdout, new):
             continue
         parsed = parse_file_name(path.name)
         if parsed is None:

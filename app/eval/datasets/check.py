@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from app.errors import DatasetError
+from app.eval.datasets.anchors import Broken, report_broken, resolve_labels, unlisted_anchors
 from app.eval.datasets.case import FILE_NAME_RE, Case, iter_lines, parse_file_name
 from app.eval.datasets.changes import check_changed_since
 from app.eval.datasets.fields import check_fields
@@ -121,11 +122,25 @@ class Checker:
                     sink.add(number, fld, "surrogate", code="bad-value")
                 else:
                     sink.add_text(number, fld, problem, fix, code="limit")
+            broken: list[Broken] = []
+            for key in unlisted_anchors(obj):
+                sink.add(
+                    number,
+                    f"anchors.{key}",
+                    "anchor-unlisted",
+                    code="anchor-unlisted",
+                    severity="warning",
+                    value=show(key, 60),
+                )
+            if self.kb is not None and obj.get("anchors"):  # labels follow their passage
+                obj, broken = resolve_labels(obj, self.kb)
             case = check_fields(sink, number, obj)
             if case is not None and into is not None:
                 into.append(case)
             self.check_id(sink, number, obj.get("id"), suite, in_file)
-            check_meaning(sink, number, obj, self.kb)
+            check_meaning(sink, number, obj, self.kb, gone={b.chunk_id for b in broken})
+            for b in broken:
+                report_broken(sink, number, obj.get("id"), b)
 
     def check_id(
         self, sink: Sink, line: int, case_id: object, suite: str, in_file: dict[str, int]

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from app.eval.datasets import candidates as cands
+from app.eval.datasets.anchors import add_anchors
 from app.eval.datasets.case import CASE_FIELDS, Case, available_suites, iter_lines, parse_file_name
 from app.eval.datasets.check import check_text, suite_ids
 from app.eval.datasets.commits import GitError, GitSaves
@@ -230,17 +231,21 @@ class EditorState:
         """Ids of the other suites (newest and older files), for uniqueness across suites."""
         return suite_ids(self.folder, besides=suite)
 
+    def anchor_changed(self, cases: list[dict[str, Any]], source: Path) -> None:
+        """Anchor the labels of every case the page changed (a label picked in the editor
+        follows its passage like the others; an anchor of a removed label goes with it)."""
+        original = _originals(source)
+        for case in cases:
+            if "__raw__" in case:
+                continue
+            before = original.get(str(case.get("id")))
+            if before is None or before[0] != case:
+                add_anchors(case, self.kb)
+
     @staticmethod
     def render(cases: list[dict[str, Any]], source: Path) -> str:
         """The JSONL text; an unchanged case keeps its line exactly as it was in ``source``."""
-        original: dict[str, tuple[Any, str]] = {}
-        for _, line in iter_lines(source.read_text(encoding="utf-8", errors="replace")):
-            try:
-                obj = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-                original.setdefault(obj["id"], (obj, line))
+        original = _originals(source)
         lines = []
         for case in cases:
             raw = case.get("__raw__")
@@ -405,6 +410,7 @@ class EditorState:
             source = self.newest(suite)
             if digest(read_file(source)) != base:
                 raise Conflict(say("conflict.suite", self.lang, name=source.name))
+            self.anchor_changed(cases, source)
             raised = raise_versions(cases, self.released_cases(suite))
             data = self.render(cases, source).encode("utf-8")
             who = expert.name if expert is not None else (self.who or author())
@@ -453,6 +459,19 @@ class EditorState:
                 except GitError as exc:  # the file is saved; the commit is left to the expert
                     out["commit_error"] = str(exc)
             return out
+
+
+def _originals(source: Path) -> dict[str, tuple[Any, str]]:
+    """Each case of ``source`` by id: its JSON object and its line as written."""
+    original: dict[str, tuple[Any, str]] = {}
+    for _, line in iter_lines(source.read_text(encoding="utf-8", errors="replace")):
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+            original.setdefault(obj["id"], (obj, line))
+    return original
 
 
 def _replace(target: Path, text: str) -> None:

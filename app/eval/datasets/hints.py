@@ -25,6 +25,8 @@ FIELD_NAMES_ZH: dict[str, str] = {
     "golden_rewrite": "标准改写",
     "golden_chunk_ids": "标准片段",
     "acceptable_chunk_ids": "可接受片段",
+    "anchors": "段落锚点",
+    "golden_passages": "标准段落",
     "must_include": "必含词",
     "must_not_include": "禁用词",
     "acl": "权限组",
@@ -115,6 +117,14 @@ _SHEET: dict[str, tuple[str, str]] = {
     "expected_refusal": ("true or false (also 是 / 否)", "true 或 false（也可以写 是 / 否）"),
     "version": ("a whole number from 1", "从 1 开始的整数"),
     "difficulty": ("easy, medium or hard", "easy、medium 或 hard"),
+    "anchors": (
+        "written by `rag datasets anchor` — leave the cell as exported",
+        "由 `rag datasets anchor` 写入——请保持导出时的内容",
+    ),
+    "golden_passages": (
+        "the passage each golden chunk id points at (shown only; an import ignores it)",
+        "每个标准片段 id 指向的段落（仅供查看，导入时忽略）",
+    ),
 }
 
 

@@ -29,7 +29,16 @@ def _chunk_fix(sink: Sink, kb: KnowledgeBase, chunk_id: str) -> str:
     return sink.say("chunk.form") if kb.chunks else sink.say("chunk.none")
 
 
-def check_meaning(sink: Sink, line: int, obj: dict[str, Any], kb: KnowledgeBase | None) -> None:
+def check_meaning(
+    sink: Sink,
+    line: int,
+    obj: dict[str, Any],
+    kb: KnowledgeBase | None,
+    *,
+    gone: set[str] | frozenset[str] = frozenset(),
+) -> None:
+    """Check ``obj`` against ``kb`` (``gone``: anchored labels whose passage is gone, which
+    the caller reports)."""
     acl = obj.get("acl")
     acl_ok = isinstance(acl, list) and bool(acl) and all(isinstance(a, str) for a in acl)
     golden = obj.get("golden_chunk_ids")
@@ -40,7 +49,7 @@ def check_meaning(sink: Sink, line: int, obj: dict[str, Any], kb: KnowledgeBase 
         if not isinstance(ids, list) or kb is None:
             continue
         for n, chunk_id in enumerate(ids):
-            if not isinstance(chunk_id, str):
+            if not isinstance(chunk_id, str) or chunk_id in gone:
                 continue
             chunk = kb.chunk(chunk_id)
             label = f"{fld}[{n}]"

@@ -83,6 +83,12 @@ FIELD_HINTS: dict[str, tuple[str, str]] = {
         'a list of chunk ids like ["sample:hr/onboarding.md#1"]',
         '片段 id 的列表，例如 ["sample:hr/onboarding.md#1"]',
     ),
+    "anchors": (
+        "where each labelled chunk's passage is, written by `rag datasets anchor` — "
+        '{"<chunk id>": {"heading": [...], "quote": "…", "chars": 96, "sha256": "<16 hex>"}}',
+        "每个标注片段所指段落的位置，由 `rag datasets anchor` 写入——"
+        '{"<片段 id>": {"heading": [...], "quote": "…", "chars": 96, "sha256": "<16 位十六进制>"}}',
+    ),
     "must_include": (
         'a list of words, e.g. ["身份证", "体检报告"]',
         '词语列表，例如 ["身份证", "体检报告"]',
@@ -381,6 +387,26 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "a refused question has nothing to retrieve: remove golden_chunk_ids, or set "
         "expected_refusal to false",
         "应拒答的问题没有可检索的内容：请删掉 golden_chunk_ids，或把 expected_refusal 设为 false",
+    ),
+    "passage-gone": (
+        "case {case}: the passage label {chunk} pointed at has changed or is gone from the "
+        "knowledge base — was {old}; nearest now: {near}",
+        "用例 {case}：标签 {chunk} 指向的段落已在知识库中改动或删除——原段落 {old}；"
+        "现在最接近的片段：{near}",
+    ),
+    "passage-gone.fix": (
+        "re-point the label (writes the next dataset version): `{command}`, or restore the "
+        "passage in the knowledge base",
+        "重新指向这个标签（会写出数据集的下一个版本）：`{command}`，或在知识库中恢复这段文字",
+    ),
+    "passage-gone.none": ("no chunk left in its document", "该文档已没有片段"),
+    "anchor-unlisted": (
+        "anchors has an entry for {value}, which the case does not label",
+        "anchors 里有 {value} 的条目，但用例没有标注这个片段",
+    ),
+    "anchor-unlisted.fix": (
+        "remove the entry from anchors (or add the chunk id to golden_chunk_ids)",
+        "请从 anchors 删掉这一条（或把该片段 id 加入 golden_chunk_ids）",
     ),
     "no-chunks": ("an answerable case lists no golden chunks", "可回答的用例没有列出标准片段"),
     "no-chunks.fix": (

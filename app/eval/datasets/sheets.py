@@ -63,8 +63,12 @@ COLUMNS: tuple[str, ...] = (
     "annotated_at",
     "reviewed_by",
     "version",
+    "anchors",  # last: written by `rag datasets anchor`, not by people
 )
 assert set(COLUMNS) == set(CASE_FIELDS)
+#: columns an export adds for people and an import ignores: the passage each golden label
+#: points at (``chunk id: heading › quote…``, one per line, from the case's anchors)
+SHOWN_ONLY: tuple[str, ...] = ("golden_passages",)
 LISTS = frozenset(LIST_FIELDS)
 _TURN = re.compile(r"^(user|assistant)\s*[:：] ?(.*)$", re.S)
 
@@ -110,15 +114,28 @@ def _cell(name: str, value: Any) -> Any:
         return "\n".join(lines) if plain else json.dumps(value, ensure_ascii=False)
     if name == "expected_refusal":
         return "true" if value else "false"
+    if name == "anchors":
+        return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def _passages(data: dict[str, Any]) -> str:
+    anchors = data.get("anchors") or {}
+    lines = []
+    for cid in data.get("golden_chunk_ids") or []:
+        a = anchors.get(cid)
+        if a is not None:
+            lines.append(f"{cid}: {' › '.join(a['heading'])} › {a['quote']}…")
+    return "\n".join(lines)
 
 
 def export_rows(suite: Suite) -> list[list[Any]]:
     """The header row and one row per case of ``suite`` (cells as strings)."""
-    rows: list[list[Any]] = [list(COLUMNS)]
+    rows: list[list[Any]] = [[*COLUMNS, *SHOWN_ONLY]]
     for case in suite.cases:
         data = case.model_dump(exclude_unset=True)
         rows.append(["" if n not in data else _cell(n, data[n]) for n in COLUMNS])
+        rows[-1].append(_passages(data))
     return rows
 
 
@@ -163,16 +180,16 @@ def write_sheet(rows: list[list[Any]], path: Path, kind: str, *, lang: str = "en
             if r == 1:
                 cell.font = Font(bold=True)
     ws.freeze_panes = "B2"
-    for c, name in enumerate(COLUMNS, start=1):
+    for c, name in enumerate((*COLUMNS, *SHOWN_ONLY), start=1):
         ws.column_dimensions[_letter(c - 1)].width = (
-            40 if name in {"question", "golden_answer", "history"} else 18
+            40 if name in {"question", "golden_answer", "history", "golden_passages"} else 18
         )
     help_ws = wb.create_sheet("help")
     code: Lang = "zh" if lang == "zh" else "en"
     help_ws.append(
         ["field", "what it holds, in a cell"] if code == "en" else ["字段", "单元格里怎么写"]
     )
-    for name in COLUMNS:
+    for name in (*COLUMNS, *SHOWN_ONLY):
         help_ws.append([label(name, code), hint(name, code, "sheet")])
     wb.save(path)
 
@@ -247,6 +264,12 @@ def _parse(name: str, raw: str, row: int, col: str, issues: list[SheetIssue], la
             return low in _TRUE
         problem("sheet.bool", value=repr(raw))
         return None
+    if name == "anchors":
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            problem("sheet.json-list", msg=str(exc)[:60])
+            return None
     if name == "version":
         if raw.strip().isdigit():
             return int(raw.strip())
@@ -271,6 +294,8 @@ def read_sheet(
         if not name:
             continue
         where = _column(_letter(i), name, code)
+        if name in SHOWN_ONLY:
+            continue  # shown for people, derived from the anchors: never read back
         if name not in COLUMNS:
             text = say("sheet.unknown-column", code, name=repr(name), known=", ".join(COLUMNS))
             issues.append(SheetIssue(1, where, text, lang=code))

@@ -41,6 +41,7 @@ __all__ = [
     "released_cases",
     "with_entry",
     "with_note",
+    "without_added_anchors",
 ]
 
 
@@ -51,13 +52,29 @@ def case_version(case: dict[str, Any]) -> int:
 
 
 def content_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether a case's content differs, ``version`` itself and bookkeeping keys (``__row__``
-    of a sheet's row) aside."""
+    """Whether a case's content differs, ``version`` itself, bookkeeping keys (``__row__``
+    of a sheet's row) and anchors only added aside."""
 
     def content(case: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in case.items() if k != "version" and not k.startswith("__")}
 
-    return content(old) != content(new)
+    return content(old) != content(without_added_anchors(old, new))
+
+
+def without_added_anchors(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` without the anchors ``old`` did not have. Adding an anchor to a label
+    (``rag datasets anchor``) records where its passage is today and changes no label, so a
+    released file may gain anchors in place; changing or removing one is an edit."""
+    anchors = new.get("anchors")
+    if not isinstance(anchors, dict):
+        return new
+    before = old.get("anchors")
+    before = before if isinstance(before, dict) else {}
+    kept = {k: v for k, v in anchors.items() if k in before}
+    out = {k: v for k, v in new.items() if k != "anchors"}
+    if kept or "anchors" in old:
+        out = {k: (kept if k == "anchors" else v) for k, v in new.items()}
+    return out
 
 
 def needs_new_version(old: dict[str, Any], new: dict[str, Any]) -> bool:
