@@ -19,7 +19,13 @@ def _print_summary(report: ReportSummary, path: Path | None, md: Path | None) ->
     from rich.console import Console
     from rich.table import Table
 
-    from app.eval.report.render import cost_text, evaluated_line, not_measured, summary_rows
+    from app.eval.report.render import (
+        cost_text,
+        evaluated_line,
+        not_measured,
+        outcomes_line,
+        summary_rows,
+    )
     from app.eval.report.status import status_line
 
     gate = report.meta.config.gate
@@ -52,6 +58,8 @@ def _print_summary(report: ReportSummary, path: Path | None, md: Path | None) ->
         f" · refusals: ok {rc.true_refusal}, missed {rc.missed_refusal}, "
         f"false {rc.false_refusal} · bad cases {len(report.bad_cases)}"
     )
+    if report.outcomes:
+        console.print(outcomes_line(report))
     engine = totals.engine
     if engine is not None and (engine.retries or engine.throttled):
         budget = engine.retry_budget

@@ -82,6 +82,8 @@ class CaseLike(Protocol):
     def expected_refusal(self) -> bool: ...
     @property
     def cost_usd(self) -> float: ...
+    @property
+    def outcome(self) -> str | None: ...
     def value(self, metric: str) -> float | None: ...
 
 
@@ -117,6 +119,7 @@ def case_row(
         "difficulty": case.difficulty or "unspecified",
         "verdict": verdict(bad),
         "why": [r.message for r in bad.reasons] if bad else [],
+        "outcome": case.outcome,
         "errors": len(case.errors),
         "refused": case.refused,
         "expected_refusal": case.expected_refusal,

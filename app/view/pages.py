@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
+from app.eval.report.outcome import LABELS
 from app.eval.report.records import CaseResult, Report, ReportSummary
 from app.eval.report.render import _VERDICT_MARK, bars, cost_text
 from app.eval.report.status import status_line
@@ -140,6 +141,10 @@ def run_page_of(
     spec: dict[str, Any] = {"kind": "run", "metrics": list(summary.metrics), "priced": priced(summary), "page": 50}  # fmt: skip
     if rows_src:
         spec["total"] = len(rows)
+    # the outcome classes (a report written before them has none: no filter, no column)
+    outcomes = [(o, LABELS.get(o, o), n) for o, n in summary.outcomes.items()]
+    if outcomes:
+        spec["outcomes"] = {o: label for o, label, _ in outcomes}
     return _render(
         "run.html",
         lang=_lang([row["q"] for row in rows]),
@@ -149,6 +154,7 @@ def run_page_of(
         cost=cost_text(summary.totals),
         tags=tags,
         difficulties=diffs,
+        outcomes=outcomes,
         metric_names=list(summary.metrics),
         rows_json="" if rows_src else json_script(rows),
         rows_src=rows_src,

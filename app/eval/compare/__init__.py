@@ -85,6 +85,7 @@ from app.eval.compare.table import (
     TagRegression,
     Verdict,
 )
+from app.eval.report.outcome import FAILURES
 from app.eval.report.records import MetricInfo, Report, ReportSummary
 from app.eval.report.truth import truth_differences, truth_unknowns
 from app.eval.stats import significance
@@ -284,6 +285,7 @@ def compare_views(
             base_name,
             new_name,
         ),
+        new_failures=new_failures(base_cases, new_cases, paired_ids),
         alpha=alpha,
         unverified=unverified,
         measure_with=measure_command(base, new) if unverified else None,
@@ -350,6 +352,22 @@ def _judge_moved(
         if bv is not None and nv is not None and abs(bv - nv) > 1e-12:
             return True
     return False
+
+
+def new_failures(
+    base: Mapping[str, CaseView], new: Mapping[str, CaseView], paired: Sequence[str]
+) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """The paired cases whose new outcome is a failure other than their base outcome
+    (:mod:`app.eval.report.outcome`), by new outcome class; ``None`` when either report was
+    written before outcome classes."""
+    outcomes = [(cid, getattr(base[cid], "outcome", None), getattr(new[cid], "outcome", None)) for cid in paired]  # fmt: skip
+    if any(b is None or n is None for _, b, n in outcomes):
+        return None
+    by_class: dict[str, list[str]] = {}
+    for cid, b, n in outcomes:
+        if n in FAILURES and n != b:
+            by_class.setdefault(str(n), []).append(cid)
+    return tuple((o, tuple(by_class[o])) for o in FAILURES if o in by_class)
 
 
 def _answers_view(summary: ReportSummary, cases: Sequence[CaseView]) -> dict[str, object]:

@@ -75,10 +75,26 @@ def comparison_markdown(c: Comparison) -> str:
         pair_note += (
             f"; unpaired: base only {fmt_ids(c.unpaired_base)}, new only {fmt_ids(c.unpaired_new)}"
         )
+    lines += new_failures_markdown(c)
     lines.append(f"<sub>{pair_note}. {c.methods} Base/new cells: mean ± std.</sub>")
     for note in c.notes:
         lines.append(f"<sub>{note}</sub>")
     return "\n".join(lines) + "\n"
+
+
+def new_failures_markdown(c: Comparison) -> list[str]:
+    """The "new failures by cause" section: per outcome class, the paired cases that fail
+    in new and did not fail that way in base (``+3 retrieval miss: smoke-004, …``)."""
+    from app.eval.report.outcome import LABELS
+
+    if c.new_failures is None:
+        return []
+    if not c.new_failures:
+        return ["**New failures by cause:** none.", ""]
+    counts = ", ".join(f"+{len(ids)} {LABELS.get(o, o)}" for o, ids in c.new_failures)
+    lines = [f"**New failures by cause:** {counts}", ""]
+    lines += [f"- {LABELS.get(o, o)}: {fmt_ids(ids, 12)}" for o, ids in c.new_failures]
+    return [*lines, ""]
 
 
 def fmt_p(p: float) -> str:

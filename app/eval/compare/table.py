@@ -116,6 +116,9 @@ class Comparison:
     #: report's shards were merged with
     truth_differences: tuple[str, ...] = field(default=())
     answers: AnswerDelta | None = None  # answers changed k of N, offline-wording note
+    #: paired cases that fail in new with another outcome than in base, per new outcome class
+    #: ((class, case ids), …) in the order of the classes; None: a report has no outcomes
+    new_failures: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     alpha: float = significance.ALPHA
     methods: str = significance.METHODS
     #: why no model measured the prompt-sensitive rows (offline candidate/judge), else None

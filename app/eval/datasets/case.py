@@ -240,6 +240,7 @@ class Case(BaseModel):
             "Per labelled chunk id: the passage it pointed at, so the label follows the text "
             "when the knowledge base changes (written by `rag datasets anchor`)."
         ),
+        json_schema_extra={"propertyNames": {"pattern": CHUNK_ID_PATTERN}},
     )
 
     @field_validator(

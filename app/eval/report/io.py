@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from app.errors import ReportError
+from app.eval.report.outcome import with_outcome
 from app.eval.report.records import (
     SCHEMA_VERSION,
     CaseResult,
@@ -134,6 +135,7 @@ def build_summary(
         breakdowns=parts.breakdowns,
         refusal_confusion=parts.refusal_confusion,
         bad_cases=parts.bad_cases,
+        outcomes=parts.outcomes,
     )
 
 
@@ -158,7 +160,10 @@ def build_report(
     refer to them already (shard reports being merged). The runner's streamed report keeps
     the texts inline in each case instead (``content``, at most ``SENT_MESSAGE_LIMIT`` each)."""
     texts = dict(sent_texts or {})
-    ordered = [_shared_texts(c, texts) for c in sorted(cases, key=lambda c: c.id)]
+    ordered = [
+        _shared_texts(with_outcome(c, thresholds.bad_judge_score), texts)
+        for c in sorted(cases, key=lambda c: c.id)
+    ]
     used = {m.sha256 for c in ordered if c.trace is not None for m in c.trace.sent}
     judges = sorted(n for n, spec in metric_specs.items() if spec.kind == "judge")
     digests = [digest(c, judges, thresholds.bad_judge_score) for c in ordered]

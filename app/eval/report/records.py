@@ -179,6 +179,19 @@ class MetricInfo(Record):
 # ---------------------------------------------------------------- per case
 
 
+#: a case's outcome class (:mod:`app.eval.report.outcome`: the rule, first match wins)
+Outcome = Literal[
+    "retrieval_miss",
+    "retrieved_unused",
+    "unsupported_claim",
+    "wrong_refusal",
+    "missed_refusal",
+    "acl_leak",
+    "not_evaluated",
+    "correct",
+]
+
+
 class CaseResult(Record):
     """One case's result: what the runner returns, the checkpoint stores and a report lists."""
 
@@ -197,6 +210,9 @@ class CaseResult(Record):
     #: the calls of this case whose reply carried text that was not valid Unicode (lone
     #: surrogates, replaced by U+FFFD at the provider boundary): one sentence per call
     invalid_text: list[str] = Field(default_factory=list)
+    #: where the case failed, or ``correct`` (:mod:`app.eval.report.outcome`); ``None`` in a
+    #: report written before outcome classes
+    outcome: Outcome | None = None
 
     @model_validator(mode="after")
     def _null_has_reason(self) -> CaseResult:
@@ -341,6 +357,9 @@ class ReportSummary(Record):
     breakdowns: Breakdowns
     refusal_confusion: RefusalConfusion
     bad_cases: list[BadCase]
+    #: cases per outcome class, every class listed (:mod:`app.eval.report.outcome`; empty in a
+    #: report written before outcome classes)
+    outcomes: dict[str, int] = Field(default_factory=dict)
     # sha256 -> text of sent messages (``trace.sent``) stored once per distinct text, the
     # cases' messages referring to it by hash (``content`` null); empty in a run's streamed
     # report, whose cases keep their texts inline

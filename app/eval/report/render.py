@@ -112,6 +112,15 @@ def evaluated_line(report: ReportSummary) -> str:
     return text + (f" ({', '.join(gaps)})" if gaps else "")
 
 
+def outcomes_line(report: ReportSummary) -> str:
+    """``Outcomes: 39 correct · 3 retrieved but unused · 1 wrong refusal`` (the classes with
+    cases, the rule in :mod:`app.eval.report.outcome`)."""
+    from app.eval.report.outcome import LABELS
+
+    shown = [f"{n} {LABELS.get(o, o)}" for o, n in report.outcomes.items() if n]
+    return "Outcomes: " + (" · ".join(shown) or "no cases")
+
+
 def render_markdown(report: ReportSummary) -> str:
     meta = report.meta
     judge = meta.judge
@@ -157,6 +166,7 @@ def render_markdown(report: ReportSummary) -> str:
         "Refusals (expected × actual): "
         f"refused when expected {rc.true_refusal}, answered when expected {rc.true_answer}, "
         f"missed refusals {rc.missed_refusal}, false refusals {rc.false_refusal}.",
+        *([] if not report.outcomes else ["", outcomes_line(report)]),
         "",
         f"## Bad cases ({len(report.bad_cases)})",
         "",

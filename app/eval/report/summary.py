@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.eval.report.outcome import case_outcome, outcome_counts
 from app.eval.report.records import (
     BadCase,
     BadKind,
@@ -72,6 +73,7 @@ class CaseDigest:
     refusal_cell: str | None
     bad: BadCase | None
     prompt_versions: frozenset[str]
+    outcome: str = "correct"  # the case's outcome class (app.eval.report.outcome)
 
 
 def digest(case: CaseResult, judge_metrics: Sequence[str], bad_judge_score: float) -> CaseDigest:
@@ -96,6 +98,7 @@ def digest(case: CaseResult, judge_metrics: Sequence[str], bad_judge_score: floa
         prompt_versions=frozenset(
             case.trace.used_prompt_versions() if case.trace is not None else ()
         ),
+        outcome=case.outcome or case_outcome(case, bad_judge_score),
     )
 
 
@@ -330,6 +333,7 @@ class SummaryParts:
     breakdowns: Breakdowns
     refusal_confusion: RefusalConfusion
     bad_cases: list[BadCase]
+    outcomes: dict[str, int]
     cases_done: int
     cases_with_errors: int
     judge_errors: int
@@ -351,6 +355,7 @@ def summary_parts(
         breakdowns=breakdowns(ordered, metric_specs),
         refusal_confusion=_confusion(cells),
         bad_cases=[d.bad for d in ordered if d.bad is not None],
+        outcomes=outcome_counts(d.outcome for d in ordered),
         cases_done=len(ordered),
         cases_with_errors=sum(1 for d in ordered if d.has_errors),
         # a judge error is a judge sample that failed; a case whose answer failed (a model

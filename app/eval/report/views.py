@@ -148,7 +148,7 @@ else:
     CompareCase = view_of(
         CaseResult,
         "CompareCase",
-        fields=("id", "tags", "metrics", "answer", "refused"),
+        fields=("id", "tags", "metrics", "answer", "refused", "outcome"),
         nested={Score: CompareScore},
         methods={"value": CaseResult.value},
         gc=False,

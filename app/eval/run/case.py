@@ -17,6 +17,7 @@ from typing import Any
 
 from app.eval.config import RunConfig
 from app.eval.datasets.case import Case
+from app.eval.report.outcome import with_outcome
 from app.eval.report.records import CaseResult
 from app.eval.report.summary import CaseDigest, digest
 from app.eval.run.checkpoint import Checkpoint
@@ -56,6 +57,7 @@ class CaseRun:
 
     async def __call__(self, case: Case) -> tuple[CaseResult, CaseDigest]:
         result = await evaluate_case(case, self.factory, self.engine, self.config, self.base_ctx)
+        result = with_outcome(result, self.bad_judge_score)  # where it failed, if it did
         # with this process's counters so far (a later --resume sums every process's)
         record = process_record(self.engine, self.started, worker_of=self.worker_of)
         self.checkpoint.save(result, meta=(self.key, record))

@@ -40,6 +40,8 @@
     const q = f("f-search").trim().toLowerCase();
     if (tag && !row.tags.includes(tag)) return false;
     if (diff && row.difficulty !== diff) return false;
+    const outcome = f("f-outcome");
+    if (outcome && row.outcome !== outcome) return false;
     if (verdict) {
       if (verdict === "bad") { if (!row.verdict || row.verdict === "ok") return false; }
       else if (verdict === "errors") { if (!row.errors) return false; }
@@ -102,6 +104,7 @@
         cell(tr, row.difficulty);
         const v = cell(tr, row.verdict === "ok" ? "ok" : row.verdict.replace("-", " ") + ": " + row.why.join("; "), row.verdict);
         v.classList.add("small");
+        if (spec.outcomes) cell(tr, spec.outcomes[row.outcome] || "", "small outcome-" + (row.outcome || "none"));
         cell(tr, row.errors ? String(row.errors) : "", row.errors ? "num fail" : "num");
         spec.metrics.forEach((m) => cell(tr, num(row.m[m]), "num" + (row.m[m] === null ? " nodata" : "")));
         cell(tr, spec.priced ? "$" + row.cost.toFixed(4) : "unpriced", "num");

@@ -194,7 +194,11 @@ def test_candidates_are_checked_as_cases_and_accepted_once(
     assert status == 200 and out["accepted"] and out["file"] == "smoke_v1.1.jsonl"
     assert (folder / "smoke_v1.0.jsonl").read_bytes() == released
     suite = [json.loads(x) for x in (folder / "smoke_v1.1.jsonl").read_text("utf-8").splitlines()]
-    assert [c["id"] for c in suite] == ["s-1", "s-2", "c-1"] and suite[-1] == valid_case("c-1")
+    assert [c["id"] for c in suite] == ["s-1", "s-2", "c-1"]
+    # the accepted case as it was, its label anchored to its passage (the last field)
+    anchors = suite[-1].pop("anchors")
+    assert suite[-1] == valid_case("c-1") and list(anchors) == ["sample:hr/onboarding.md#1"]
+    assert anchors["sample:hr/onboarding.md#1"]["heading"] == ["新员工入职指南", "入职需携带的材料"]
     marked = [json.loads(x) for x in path.read_text("utf-8").splitlines()]
     assert marked[0]["status"] == "accepted" and marked[0]["accepted_into"] == "smoke_v1.1.jsonl"
     assert marked[1] == candidate("s-1", golden_answer="")
