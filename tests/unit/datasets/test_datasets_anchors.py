@@ -191,3 +191,32 @@ def test_rechunking_keeps_every_label(
         split += len(case.golden_chunk_ids) > len(written.get("golden_chunk_ids", []))
     if max_chars < 400:
         assert split  # some passages are now cut in pieces: every piece is labelled
+
+
+def test_the_sheet_shows_each_golden_passage_and_reads_back_the_same_file(tmp_path: Path) -> None:
+    from app.eval.datasets.sheets import (
+        COLUMNS,
+        export_rows,
+        read_sheet,
+        rows_to_jsonl,
+        write_sheet,
+    )
+
+    suite = load_suite("smoke")
+    rows = export_rows(suite)
+    header = rows[0]
+    shown = header.index("golden_passages")
+    first = dict(zip(header, rows[1], strict=True))
+    assert first["id"] == "smoke-001"
+    assert rows[1][shown] == (
+        "sample:hr/onboarding.md#1: 新员工入职指南 › 入职需携带的材料 › "
+        "新员工入职当天需携带：身份证原件及复印件 2 份、最…"
+    )
+    write_sheet(rows, tmp_path / "smoke.csv", "csv")
+    cases, letters, issues = read_sheet(tmp_path / "smoke.csv")
+    assert not issues and "golden_passages" not in letters and "anchors" in COLUMNS
+    text, problems = rows_to_jsonl(
+        cases, suite="smoke", file="smoke.csv", kb=load_kb(KB), letters=letters
+    )
+    assert not [p for p in problems if p.severity == "error"]
+    assert text == SMOKE.read_text(encoding="utf-8")  # the anchors come back byte for byte
