@@ -356,6 +356,12 @@ def rollback(name: str, root: Path | None) -> None:
     click.echo(
         f"one line changed; for an immediate override without a deploy: RAG_PROMPT_PIN={pid}=v{new_v}"
     )
+    rollout = reg.releases.entries[pid].rollout if pid in reg.releases.entries else None
+    if rollout is not None:
+        click.echo(
+            f"note: the rollout of v{rollout.candidate} goes on (its {rollout.percent:g} % of "
+            f"users still get v{rollout.candidate}); end it with `rag prompts canary {pid} --abort`"
+        )
 
 
 @cli.command("lock")

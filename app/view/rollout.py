@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from app.errors import RagError
+from app.errors import ConfigError, RagError
 from app.eval.compare.live import METRICS, Look, compare_arms, stage_evidence
 from app.eval.compare.table import LABEL, SYMBOL
 from app.generation.registry import build_registry
@@ -74,7 +74,10 @@ def _val(v: float | None, unit: str, signed: bool = False) -> str:
 
 def rollout_rows(prompts_root: Path, log: AnswerLog | None, now: datetime) -> dict[str, Any]:
     reg = build_registry(prompts_root)
-    plan = plan_of(reg.releases)
+    try:
+        plan = plan_of(reg.releases)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     rollouts: list[dict[str, Any]] = []
     steady: list[dict[str, str]] = []
     for pid in reg.prompt_ids():

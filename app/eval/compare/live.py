@@ -541,15 +541,18 @@ def markdown(cmp: LiveComparison, *, trend: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def candidate_answers(log: AnswerLog, prompt_id: str, version: str, since: datetime) -> int:
-    """Answers the candidate ``version`` served for ``prompt_id`` since ``since``."""
+def candidate_answers(
+    log: AnswerLog, prompt_id: str, version: str, since: datetime, until: datetime | None = None
+) -> int:
+    """Answers the candidate ``version`` served for ``prompt_id`` from ``since`` to ``until``."""
     return sum(
         1
         for a in log.answers
         if (arm := a.arm_of(prompt_id)) is not None
         and arm.arm == "candidate"
         and arm.version == version
-        and a.when >= since
+        and since <= a.when
+        and (until is None or a.when <= until)
     )
 
 
@@ -585,7 +588,7 @@ def stage_evidence(
         return Evidence()
     qualified = f"{release.prompt_id}_v{rollout.candidate}"
     since = parse_since(rollout.since)
-    answers = candidate_answers(log, release.prompt_id, qualified, since)
+    answers = candidate_answers(log, release.prompt_id, qualified, since, now)
     regressions: tuple[str, ...] = ()
     if answers:
         cmp = compare_arms(

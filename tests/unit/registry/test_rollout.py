@@ -251,3 +251,23 @@ def test_a_day_of_logged_traffic_at_1_percent(
     assert reg.choose(PID, None) == (reg.get("system/kb_qa_v2"), "control")
     monkeypatch.setenv("RAG_PROMPT_PIN", "system/kb_qa=v1")
     assert reg.choose(PID, next(iter(first))) == (reg.get("system/kb_qa_v1"), "pinned")
+
+
+def test_rollback_during_a_rollout_says_the_rollout_goes_on(v3: Path, rag: Rag) -> None:
+    _lock(rag, v3)
+    assert rag("prompts", "canary", PID, "v3", "--root", str(v3), "--now", T0).code == 0
+    r = rag("prompts", "rollback", PID, "--root", str(v3))
+    assert r.code == 0 and "the rollout of v3 goes on" in r.out and "--abort" in r.out, r.out
+
+
+def test_the_rollout_page_names_a_broken_plan(v3: Path, tmp_path: Path) -> None:
+    from app.view.server import Viewer
+
+    releases = v3 / "releases.toml"
+    releases.write_text(
+        releases.read_text(encoding="utf-8")
+        + '\n[rollout]\nstages = [{ name = "canary", percent = 5 }]\n',
+        encoding="utf-8",
+    )
+    status, html = Viewer(tmp_path, v3, None).page("/rollout")
+    assert status == 422 and "the last stage must serve 100 %" in html
