@@ -207,13 +207,17 @@ class PassageIndex:
         return hit
 
     def _same(self, chunk_id: str, anchor: Anchor) -> bool:
-        """Whether chunk ``chunk_id`` holds exactly ``anchor``'s passage (nothing moved)."""
+        return self.holds(chunk_id, anchor.chars, anchor.sha256)
+
+    def holds(self, chunk_id: str, chars: object, sha256: object) -> bool:
+        """Whether chunk ``chunk_id`` holds exactly the passage of length ``chars`` and hash
+        ``sha256`` (nothing moved: the common case, decided without building an anchor)."""
         own = self._own.get(chunk_id)
         if own is None:
             chunk = self.kb.chunk(chunk_id)
             norm = normal(body_of(chunk)) if chunk is not None else ""
             own = self._own[chunk_id] = (len(norm), _digest(norm) if norm else "")
-        return own == (anchor.chars, anchor.sha256)
+        return own == (chars, sha256)
 
     def _resolve(self, chunk_id: str, anchor: Anchor) -> Resolution:
         if self._same(chunk_id, anchor):

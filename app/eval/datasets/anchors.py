@@ -89,7 +89,15 @@ def resolve_labels(obj: dict[str, Any], kb: KnowledgeBase) -> tuple[dict[str, An
             continue
         resolved: list[object] = []
         for n, chunk_id in enumerate(ids):
-            anchor = anchor_from_json(anchors.get(chunk_id)) if isinstance(chunk_id, str) else None
+            raw = anchors.get(chunk_id) if isinstance(chunk_id, str) else None
+            if (
+                isinstance(raw, dict)
+                and isinstance(chunk_id, str)
+                and index.holds(chunk_id, raw.get("chars"), raw.get("sha256"))
+            ):
+                resolved.append(chunk_id)  # nothing moved (the recorded heading is not needed)
+                continue
+            anchor = anchor_from_json(raw)
             if anchor is None or not isinstance(chunk_id, str):
                 resolved.append(chunk_id)
                 continue
