@@ -420,7 +420,11 @@ def prune_cmd(root: Path | None, dry_run: bool, as_json: bool, today: datetime |
 @cli.command("test")
 @click.argument("name")
 @click.option(
-    "--model", "-m", required=True, help="Provider string, e.g. anthropic:claude-sonnet-4-6."
+    "--model",
+    "-m",
+    required=True,
+    type=options.PROVIDER,
+    help="Provider string, e.g. anthropic:claude-sonnet-4-6.",
 )
 @root_option
 def test_cmd(name: str, model: str, root: Path | None) -> None:
