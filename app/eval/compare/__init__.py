@@ -299,7 +299,8 @@ def compare_views(
 def _sensitivity(metric: str, spec: MetricInfo) -> str | None:
     """``"judge"`` (a judge score), ``"answer"`` (read off the answer) or ``None`` (retrieval,
     a red line, token counts: the same whoever answers)."""
-    if spec.red_line or spec.group == "retrieval" or metric == "tokens":
+    # a token count is counted by the harness, whoever answers (the table's unit says which)
+    if spec.red_line or spec.group == "retrieval" or spec.unit == "tokens":
         return None
     return "judge" if spec.kind == "judge" else "answer"
 

@@ -260,7 +260,7 @@ def metric_row(
     ctx = ctx or RowContext()
     if not len(metric_pairs):
         reason = "no case has a value in both"
-        if metric == "latency_s":
+        if spec.unit == "s":  # a time: a cached call measured none
             reason = "no case measured in both: a cached answer carries no latency"
         return missing_row(metric, spec, "neither", "no_data", reason)
     tested = tested or metric_test(spec, metric_pairs)
