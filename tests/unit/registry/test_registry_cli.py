@@ -366,7 +366,7 @@ def test_test_command_against_local_server(
 
 def test_test_command_without_engine(rag: Rag, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "app.llm.engine", None)  # import fails
-    r = rag("prompts", "test", "system/kb_qa", "--model", "claude-opus-4-7")
+    r = rag("prompts", "test", "system/kb_qa", "--model", "anthropic:claude-opus-4-7")
     assert r.code == 2
     assert "no provider configured/available" in r.err
 
