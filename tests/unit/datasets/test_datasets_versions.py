@@ -183,3 +183,25 @@ def test_changed_since_a_case_whose_content_changed_raises_its_version(repo: Pat
     assert "version 仍是 1" in issue.message and "改为 2" in issue.fix
     write(repo / "smoke_v1.1.jsonl", {**edited, "version": 2}, valid_case("s-2"))
     assert changed(repo) == []
+
+
+def test_a_released_file_may_gain_anchors_in_place_but_not_change_one(repo: Path) -> None:
+    """`rag datasets anchor` on a released file (the migration) is not an edit: the anchor
+    resolves to the id it was written for. Changing an existing anchor, or a label beside
+    it, is one (the label would then point elsewhere without a new version)."""
+    from app.eval.datasets.anchors import anchor_suite
+    from app.retrieval.kb import load_kb
+
+    path = repo / "smoke_v1.0.jsonl"
+    git(repo.parents[2], "commit", "-q", "--allow-empty", "-m", "released")
+    assert anchor_suite(path, load_kb(KB_ROOT)) == ["s-1"]
+    assert '"anchors"' in path.read_text(encoding="utf-8")
+    # neither "released-edited" nor "version-not-raised": only the CHANGELOG entry every
+    # changed dataset file needs
+    assert changed(repo) == [("CHANGELOG.md", None, "changelog")]
+    git(repo.parents[2], "add", ".")
+    git(repo.parents[2], "commit", "-q", "-m", "anchors")
+    assert changed(repo) == []
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace('"chars": ', '"chars": 1', 1), encoding="utf-8")
+    assert ("smoke_v1.0.jsonl", 1, "released-edited") in changed(repo)
