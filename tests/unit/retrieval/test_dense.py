@@ -389,6 +389,7 @@ def test_prefetched_queries_are_read_by_another_process_with_the_same_floats(
     import shutil
     import sqlite3
 
+    monkeypatch.setenv("RAG_EMBED_SHIPPED", "0")  # a machine that has not seen these questions
     questions = list(dict.fromkeys(c["question"].strip() for c in suite_cases()))[:6]
     # the KB's vectors as the shared cache holds them (the fixture made sure), the questions'
     # removed: the file of a machine that has not seen these questions
