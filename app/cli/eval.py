@@ -192,6 +192,7 @@ def _typed_options(
 @options.model
 @options.judge
 @options.judge_samples
+@options.repeat
 @options.metrics
 @options.concurrency
 @options.workers
@@ -294,6 +295,10 @@ def run_cmd(ctx: click.Context, run: EvalRunOptions) -> None:
         f"run {run_id}"
         + (" (resuming with its stored configuration; other options are ignored)" if resume else "")
     )
+    from app.eval.run.repeat import offline_note
+
+    if (note := offline_note(config)) is not None:
+        err.print(note)
     task = (
         None
         if progress is None

@@ -284,6 +284,10 @@ def run_diff_prompt(
         f"diff-prompt: pinned {what}, knowledge base {config.kb_path}, judge {config.judge}",
         err=True,
     )
+    from app.eval.run.repeat import offline_note
+
+    if (note := offline_note(config)) is not None:
+        click.echo(f"diff-prompt: {note}", err=True)
     outcomes = []
     for q in (base_q, new_q):
         click.echo(f"diff-prompt: running {what} with {q} …", err=True)

@@ -196,6 +196,18 @@ judge_samples = click.option(
     "--judge-samples", default=3, show_default=True, type=click.IntRange(1, 20)
 )
 
+repeat = click.option(
+    "--repeat",
+    "repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    help="Ask the candidate K times per case (each sample scored, each cached apart): the "
+    "report gives each case's flip rate (refused/passed changing across samples) and the "
+    "spread of its scores, and flags unstable cases, which `rag eval compare` leaves out of "
+    "its verdicts. An offline baseline is deterministic: it is asked once.",
+)
+
 metrics = click.option(
     "--metrics",
     "metrics",
@@ -316,6 +328,7 @@ RUN_OPTIONS: tuple[Callable[[Any], Any], ...] = (
     model,
     judge,
     judge_samples,
+    repeat,
     metrics,
     concurrency,
     workers,
@@ -358,6 +371,7 @@ def run_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "model": values["model"],
         "judge": None if judge_name is None or judge_name.lower() == "none" else judge_name,
         "judge_samples": values["judge_samples"],
+        "repeat": values["repeat"],
         "metrics": tuple(
             m.strip() for m in values["metrics"].split(",") if m.strip() and m.strip() != "all"
         ),

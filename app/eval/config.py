@@ -51,6 +51,9 @@ class RunConfig(BaseModel):
     model: Decides[str] = DEFAULT_MODEL
     judge: Decides[str | None] = DEFAULT_JUDGE
     judge_samples: Decides[int] = Field(default=3, ge=1)
+    # --repeat: the candidate is asked this many times per case (distinct sample_index, so the
+    # response cache keeps each sample apart); app.eval.run.repeat
+    repeat: Decides[int] = Field(default=1, ge=1, le=20)
     prompts: Decides[tuple[str, ...]] = ()
     metrics: Decides[
         tuple[str, ...]

@@ -177,12 +177,25 @@ def compare_views(
         for d in report.meta.truth_waived
     ]
     base_cases, new_cases = cases_by_id(base_list), cases_by_id(new_list)
-    paired_ids = [cid for cid in base_cases if cid in new_cases]
+    all_paired = [cid for cid in base_cases if cid in new_cases]
     unpaired_base = tuple(cid for cid in base_cases if cid not in new_cases)
     unpaired_new = tuple(cid for cid in new_cases if cid not in base_cases)
-    if not paired_ids:
+    if not all_paired:
         raise ReportError(
             f"{base_name} and {new_name} share no case id; were they run on the same suite?"
+        )
+    # --repeat: a case unstable in either report (its outcome flipped, a score spread beyond
+    # its margin) is left out of every verdict; the table says how many
+    unstable = tuple(
+        cid for cid in all_paired if _unstable(base_cases[cid]) or _unstable(new_cases[cid])
+    )
+    paired_ids = [cid for cid in all_paired if cid not in set(unstable)]
+    if not paired_ids:
+        raise ReportError(
+            f"every one of the {len(all_paired)} paired case(s) is unstable across its --repeat "
+            "samples (the outcome flipped or a score spread beyond its margin): no verdict "
+            "would mean anything. Lower the candidate's --temperature, or look at the cases' "
+            "samples in the reports"
         )
 
     # every metric's pairs first: the bootstrap CIs are drawn together (one index draw per
@@ -213,6 +226,7 @@ def compare_views(
         dtype=bool,
     )
     unmeasured = offline_reasons(base, new, paired_ids, base_cases)
+    weak = weak_judge_reason(base, new)
     tested: dict[str, Tested | None] = {
         m: metric_test(spec, mp) if mp is not None else None for m, spec, mp, _ in planned
     }
@@ -236,6 +250,7 @@ def compare_views(
             p_adjusted=holm.get(metric),
             same_answer=same_answer,
             not_measured=why,
+            weak_judge=weak if spec.kind == "judge" else None,
         )
         rows.append(metric_row(metric, spec, metric_pairs, alpha, cis, tested[metric], ctx))
         if not derived and why is None:  # the derived refusal rate has no tag breakdown
@@ -272,7 +287,7 @@ def compare_views(
         ruler_changed=bool(diffs),
         ruler_differences=tuple(diffs),
         truth_differences=tuple([*truth, *waived]),
-        paired=len(paired_ids),
+        paired=len(all_paired),
         unpaired_base=unpaired_base,
         unpaired_new=unpaired_new,
         rows=tuple(rows),
@@ -281,7 +296,7 @@ def compare_views(
         answers=answer_delta(
             _answers_view(base, base_list),
             _answers_view(new, new_list),
-            paired_ids,
+            all_paired,
             base_name,
             new_name,
         ),
@@ -291,6 +306,9 @@ def compare_views(
         measure_with=measure_command(base, new) if unverified else None,
         judge_only=judge_only,
         tag_tests=len(tag_family),
+        unstable=unstable,
+        samples=(base.meta.config.repeat, new.meta.config.repeat),
+        repeat_notes=tuple(repeat_notes(base, new, base_name, new_name)),
     )
 
 
@@ -322,6 +340,40 @@ def offline_reasons(
         out["judge"] = why
     elif judges:
         out["judge"] = f"no model judged: the judge {', '.join(judges)} is an offline heuristic"
+    return out
+
+
+def weak_judge_reason(base: ReportSummary, new: ReportSummary) -> str | None:
+    """Why the judge rows are never ✅ (nor ❌): a report was judged by a weak judge
+    (``meta.judge.weak``: the local model tier, or one allowed by --allow-weak-judge)."""
+    weak = sorted({str(r.meta.judge.provider) for r in (base, new) if r.meta.judge.weak})
+    if not weak:
+        return None
+    return (
+        f"judged by {', '.join(weak)}, a weak judge (the local tier or --allow-weak-judge): "
+        "its scores are reported, never a verdict — re-judge both runs with a judge stronger "
+        "than the candidate"
+    )
+
+
+def _unstable(case: CaseView) -> bool:
+    record = getattr(case, "repeat", None)
+    return bool(record is not None and record.unstable)
+
+
+def repeat_notes(
+    base: ReportSummary, new: ReportSummary, base_name: str = "base", new_name: str = "new"
+) -> list[str]:
+    """What ``--repeat`` did in each report: an offline candidate is deterministic, asked once."""
+    out = []
+    for report, name in ((base, base_name), (new, new_name)):
+        k = report.meta.config.repeat
+        if k > 1 and report.meta.candidate.offline:
+            out.append(
+                f"{name}: --repeat {k} with the offline baseline {report.meta.candidate.provider}"
+                f", which is deterministic: its {k} samples would be identical, so each case "
+                "was asked once (no flip rate or spread measured)."
+            )
     return out
 
 

@@ -36,6 +36,7 @@ def comparison_markdown(c: Comparison) -> str:
         lines += [f"> - {d}" for d in c.truth_differences]
         lines.append("")
     lines += c.answers.markdown(len(c.judge_only)) if c.answers is not None else []
+    lines += repeat_lines(c)
     lines += ["| metric | base | new | Δ | verdict |", "|---|---|---|---|---|"]
     for r in c.rows:
         lines.append(
@@ -95,6 +96,25 @@ def new_failures_markdown(c: Comparison) -> list[str]:
     lines = [f"**New failures by cause:** {counts}", ""]
     lines += [f"- {LABELS.get(o, o)}: {fmt_ids(ids, 12)}" for o, ids in c.new_failures]
     return [*lines, ""]
+
+
+def repeat_lines(c: Comparison) -> list[str]:
+    """``--repeat``: how many cases were unstable and that the verdicts use the stable ones;
+    an offline candidate's samples are identical (asked once)."""
+    lines: list[str] = []
+    if sum(s > 1 for s in c.samples) > len(c.repeat_notes):  # a side that sampled a model
+        stable = c.paired - len(c.unstable)
+        ks = f"{c.samples[0]}" if c.samples[0] == c.samples[1] else "/".join(map(str, c.samples))
+        lines.append(
+            f"**Unstable cases: {len(c.unstable)} of {c.paired}** across --repeat {ks} samples "
+            "(the outcome — refused, passed — flipped, or a score spread beyond its margin): "
+            f"the verdicts and gates below use the {stable} stable case(s)"
+            + (f"; left out: {fmt_ids(c.unstable)}." if c.unstable else ".")
+        )
+        lines.append("")
+    for note in c.repeat_notes:
+        lines += [f"> {note}", ""]
+    return lines
 
 
 def fmt_p(p: float) -> str:

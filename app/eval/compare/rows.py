@@ -11,7 +11,7 @@ import numpy as np
 
 from app.errors import ReportError
 from app.eval.compare.render import fmt_ids, fmt_p
-from app.eval.compare.table import MetricDelta, TagRegression, Verdict
+from app.eval.compare.table import LABEL, MetricDelta, TagRegression, Verdict
 from app.eval.report.records import MetricInfo
 from app.eval.stats import significance
 
@@ -243,6 +243,9 @@ class RowContext:
     same_answer: NDArray[np.bool_] | None = None
     #: why the row is not measured (an offline candidate/judge), with the command
     not_measured: str | None = None
+    #: a judge row of a report judged by a weak judge (``meta.judge.weak``): why it is never
+    #: ✅ (nor ❌: a weak judge never gates)
+    weak_judge: str | None = None
 
 
 def metric_row(
@@ -316,6 +319,9 @@ def metric_row(
         moved=moved,
     )
     verdict, reasons = _verdict(metric, spec, metric_pairs, alpha, row, ctx)
+    if ctx.weak_judge is not None and verdict not in ("red_line", "not_measured", "no_data"):
+        reasons = [ctx.weak_judge, f"with a strong judge this would read: {LABEL[verdict]}"]
+        verdict = "weak_judge"
     return replace(row, verdict=verdict, reasons=tuple(reasons))
 
 

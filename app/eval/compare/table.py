@@ -15,6 +15,7 @@ Verdict = Literal[
     "no_change",
     "inconclusive",
     "judge_drift",
+    "weak_judge",
     "review",
     "regression",
     "red_line",
@@ -27,6 +28,7 @@ SYMBOL: dict[str, str] = {
     "no_change": "✅",
     "inconclusive": "⚠️",
     "judge_drift": "⚠️",
+    "weak_judge": "⚠️",
     "review": "⚠️",
     "regression": "❌",
     "red_line": "❌",
@@ -38,6 +40,7 @@ LABEL: dict[str, str] = {
     "no_change": "no meaningful change",
     "inconclusive": "inconclusive",
     "judge_drift": "judge drift",
+    "weak_judge": "weak judge",
     "review": "needs review",
     "regression": "significant regression",
     "red_line": "red line",
@@ -127,6 +130,13 @@ class Comparison:
     measure_with: str | None = None
     judge_only: tuple[str, ...] = ()  # cases with an identical answer whose judge score moved
     tag_tests: int = 0  # tag × metric pairs in the Benjamini–Hochberg family
+    #: --repeat: the paired cases left out of the verdicts, unstable in either report (their
+    #: outcome flipped or a score spread beyond its margin across the samples)
+    unstable: tuple[str, ...] = ()
+    #: --repeat K of each report (1: asked once)
+    samples: tuple[int, int] = (1, 1)
+    #: what --repeat did or could not do (an offline candidate is asked once), one line each
+    repeat_notes: tuple[str, ...] = ()
 
     @property
     def has_regression(self) -> bool:
@@ -134,7 +144,9 @@ class Comparison:
 
     @property
     def needs_review(self) -> bool:
-        return any(r.verdict in ("review", "inconclusive", "judge_drift") for r in self.rows)
+        return any(
+            r.verdict in ("review", "inconclusive", "judge_drift", "weak_judge") for r in self.rows
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -192,6 +192,43 @@ Outcome = Literal[
 ]
 
 
+class Sample(Record):
+    """One of a case's ``--repeat`` samples, compactly: no trace and no answer text (sample 0
+    is the case itself), only what tells the samples apart."""
+
+    index: int = Field(ge=0)
+    answer_sha: str | None = Field(
+        description="first 16 hex digits of the answer's sha256 (None: the pipeline failed)"
+    )
+    refused: bool | None = Field(description="the sample's answer was a refusal")
+    passed: bool | None = Field(
+        description="not a bad case (the bad-case policy of the summary); None: not evaluated"
+    )
+    values: dict[str, float | None]  # metric -> this sample's value (None: undefined)
+    error: str | None = None  # the sample failed (pipeline or judge); redacted
+
+
+class Repeat(Record):
+    """A case asked ``--repeat K`` times (:mod:`app.eval.run.repeat`): every sample scored, how
+    often the outcome flipped and how far each score spread."""
+
+    samples: list[Sample]
+    flip_rate: float = Field(
+        ge=0,
+        le=1,
+        description="share of the samples whose outcome (refused, passed) differs from the "
+        "most common one; 0: every sample agrees",
+    )
+    spread: dict[str, float] = Field(
+        description="metric -> max - min of its defined values across the samples"
+    )
+    unstable: bool = Field(
+        description="the outcome flipped, a score spread beyond its margin of practical "
+        "relevance, or a sample failed: rag eval compare leaves the case out of its verdicts"
+    )
+    reasons: list[str] = Field(default_factory=list)  # why unstable, one sentence each
+
+
 class CaseResult(Record):
     """One case's result: what the runner returns, the checkpoint stores and a report lists."""
 
@@ -213,6 +250,9 @@ class CaseResult(Record):
     #: where the case failed, or ``correct`` (:mod:`app.eval.report.outcome`); ``None`` in a
     #: report written before outcome classes
     outcome: Outcome | None = None
+    #: ``--repeat K`` (K > 1, a model candidate): the K samples of this case (sample 0 is the
+    #: case's own answer and metrics); None: asked once
+    repeat: Repeat | None = None
 
     @model_validator(mode="after")
     def _null_has_reason(self) -> CaseResult:

@@ -33,10 +33,18 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from app.eval.report.records import CaseResult
+from app.eval.report.records import CaseResult, Repeat, Sample
 from app.eval.scoring.base import Score
 
-__all__ = ["CompareCase", "CompareScore", "LeanCase", "LeanScore", "view_of"]
+__all__ = [
+    "CompareCase",
+    "CompareScore",
+    "LeanCase",
+    "LeanRepeat",
+    "LeanSample",
+    "LeanScore",
+    "view_of",
+]
 
 # pydantic's bounds (``Field(ge=0)``) -> msgspec.Meta's
 _BOUNDS: dict[type[Any], str] = {
@@ -131,16 +139,21 @@ def view_of(
 if TYPE_CHECKING:
     # each view is, to a type checker, the record it is cut from (see the module docstring)
     LeanScore = Score
+    LeanSample = Sample
+    LeanRepeat = Repeat
     LeanCase = CaseResult
     CompareScore = Score
     CompareCase = CaseResult
 else:
     LeanScore = view_of(Score, "LeanScore", exclude={"detail"}, gc=False)
+    # a --repeat case's samples (app.eval.run.repeat): whole, they are compact already
+    LeanSample = view_of(Sample, "LeanSample", gc=False)
+    LeanRepeat = view_of(Repeat, "LeanRepeat", nested={Sample: LeanSample}, gc=False)
     LeanCase = view_of(
         CaseResult,
         "LeanCase",
         exclude={"trace"},
-        nested={Score: LeanScore},
+        nested={Score: LeanScore, Repeat: LeanRepeat},
         methods={"value": CaseResult.value},
         gc=False,
     )
@@ -148,8 +161,8 @@ else:
     CompareCase = view_of(
         CaseResult,
         "CompareCase",
-        fields=("id", "tags", "metrics", "answer", "refused", "outcome"),
-        nested={Score: CompareScore},
+        fields=("id", "tags", "metrics", "answer", "refused", "outcome", "repeat"),
+        nested={Score: CompareScore, Repeat: LeanRepeat},
         methods={"value": CaseResult.value},
         gc=False,
     )

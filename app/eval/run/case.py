@@ -20,6 +20,7 @@ from app.eval.datasets.case import Case
 from app.eval.report.outcome import with_outcome
 from app.eval.report.records import CaseResult
 from app.eval.report.summary import CaseDigest, digest
+from app.eval.run import repeat
 from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory, observe_case
 from app.eval.scoring.base import MetricContext, Score
@@ -58,10 +59,36 @@ class CaseRun:
     async def __call__(self, case: Case) -> tuple[CaseResult, CaseDigest]:
         result = await evaluate_case(case, self.factory, self.engine, self.config, self.base_ctx)
         result = with_outcome(result, self.bad_judge_score)  # where it failed, if it did
+        if repeat.sampled(self.config):
+            result = await self._repeat(case, result)
         # with this process's counters so far (a later --resume sums every process's)
         record = process_record(self.engine, self.started, worker_of=self.worker_of)
         self.checkpoint.save(result, meta=(self.key, record))
         return result, digest(result, self.judge_metrics, self.bad_judge_score)
+
+    async def _repeat(self, case: Case, first: CaseResult) -> CaseResult:
+        """``--repeat K``: samples 1..K-1 of the case (sample 0 is ``first``), each scored;
+        the case keeps sample 0's answer and metrics, carries the samples compactly
+        (:mod:`app.eval.run.repeat`) and the spend of all of them."""
+        results = [first]
+        for index in range(1, self.config.repeat):
+            results.append(
+                await evaluate_case(
+                    case,
+                    self.factory,
+                    self.engine,
+                    self.config,
+                    self.base_ctx,
+                    sample_index=index,
+                )
+            )
+        samples = [
+            repeat.sample_of(r, i, self.judge_metrics, self.bad_judge_score)
+            for i, r in enumerate(results)
+        ]
+        record = repeat.summarise(samples, repeat.default_margins())
+        cost = round(sum(r.cost_usd for r in results), 8)
+        return first.model_copy(update={"repeat": record, "cost_usd": cost})
 
 
 async def evaluate_case(
@@ -70,10 +97,13 @@ async def evaluate_case(
     engine: EngineLike,
     config: RunConfig,
     base_ctx: MetricContext,
+    *,
+    sample_index: int = 0,
 ) -> CaseResult:
-    """One case, end to end. Never raises for a provider failure: it is recorded."""
+    """One case, end to end. Never raises for a provider failure: it is recorded.
+    ``sample_index``: which of the candidate's ``--repeat`` samples (cached apart)."""
     with invalid_text() as notes:
-        result = await _evaluate(case, factory, engine, config, base_ctx)
+        result = await _evaluate(case, factory, engine, config, base_ctx, sample_index)
     if notes:  # which calls carried text that was not valid Unicode (app/wellformed.py)
         result = result.model_copy(update={"invalid_text": [redact(n) for n in notes]})
     return result
@@ -85,10 +115,11 @@ async def _evaluate(
     engine: EngineLike,
     config: RunConfig,
     base_ctx: MetricContext,
+    sample_index: int = 0,
 ) -> CaseResult:
     errors: list[str] = []
     selected = select_metrics(config.metrics)
-    obs, failure = await observe_case(case, factory)
+    obs, failure = await observe_case(case, factory, sample_index=sample_index)
     if obs is None:
         errors.append(failure)
         reason = f"pipeline error: {failure}"

@@ -340,10 +340,13 @@ def _cacheable(spec: ProviderSpec) -> bool:
     return cls is not Provider and cls.cacheable
 
 
-async def observe_case(case: Case, factory: PipelineFactory) -> tuple[Observation | None, str]:
+async def observe_case(
+    case: Case, factory: PipelineFactory, *, sample_index: int = 0
+) -> tuple[Observation | None, str]:
     """Run the pipeline for one case: ``(observation, "")``, or ``(None, error)``. With the
     warm cache (:mod:`app.eval.run.warm`) a case whose answer and replies are unchanged is
-    replayed without running the pipeline."""
+    replayed without running the pipeline. ``sample_index``: the ``--repeat`` sample (the
+    engine and the warm cache key each sample apart)."""
     history = [Message(t.role, t.content) for t in case.history]
     warm = factory.warm()
     key = ""
@@ -351,14 +354,17 @@ async def observe_case(case: Case, factory: PipelineFactory) -> tuple[Observatio
         from app.eval.run.warm import case_key
 
         turns = [(t.role, t.content) for t in case.history]
-        key = case_key(warm.run, case.question, turns, list(case.acl))
+        key = case_key(warm.run, case.question, turns, list(case.acl), sample_index)
         replayed = warm.answer(key)
         if replayed is not None:
             return observation_from_answer(replayed, factory.rejection_answer()), ""
     try:
         with recording() as calls:
             answer = await factory.pipeline().answer(
-                case.question, history=history, user_acl=list(case.acl)
+                case.question,
+                history=history,
+                user_acl=list(case.acl),
+                sample_index=sample_index,
             )
     except RuntimeFailure as exc:
         return None, f"{type(exc).__name__}: {exc}"

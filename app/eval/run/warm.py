@@ -138,12 +138,21 @@ def fingerprint(*, pipeline_fields: Mapping[str, Any], registry_root: Path, kb_r
 
 
 def case_key(
-    run: str, question: str, history: Sequence[tuple[str, str]], acl: Sequence[str]
+    run: str,
+    question: str,
+    history: Sequence[tuple[str, str]],
+    acl: Sequence[str],
+    sample_index: int = 0,
 ) -> str:
-    blob = json.dumps(
-        {"run": run, "question": question, "history": [list(t) for t in history], "acl": list(acl)},
-        ensure_ascii=False,
-    )
+    doc: dict[str, Any] = {
+        "run": run,
+        "question": question,
+        "history": [list(t) for t in history],
+        "acl": list(acl),
+    }
+    if sample_index:  # a --repeat sample: never sample 0's replay (sample 0 keeps its key)
+        doc["sample"] = sample_index
+    blob = json.dumps(doc, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from app.errors import ReportError
 from app.eval.report.io import load_report
-from app.eval.report.records import CaseResult, ReportSummary
+from app.eval.report.records import CaseResult, Repeat, ReportSummary, Sample
 from app.eval.report.stream import (
     CompareCase,
     CompareScore,
@@ -29,6 +29,7 @@ from app.eval.report.stream import (
     read_summary,
     typed_case,
 )
+from app.eval.report.views import LeanRepeat, LeanSample
 from app.eval.scoring.base import Score
 
 REPO = Path(__file__).resolve().parents[3]
@@ -41,6 +42,10 @@ def _norm(tp: Any) -> Any:
     """A type with Annotated stripped and the lean structs named as their pydantic models."""
     if tp in (LeanScore, CompareScore):
         return Score
+    if tp is LeanRepeat:
+        return Repeat
+    if tp is LeanSample:
+        return Sample
     if typing.get_origin(tp) is typing.Annotated:
         return _norm(typing.get_args(tp)[0])
     origin = typing.get_origin(tp)
@@ -64,6 +69,8 @@ def _norm(tp: Any) -> Any:
             | {"cost_usd", "invalid_text"},
         ),
         (CompareScore, Score, {"samples", "spread", "n_errors", "detail"}),
+        (LeanRepeat, Repeat, set()),
+        (LeanSample, Sample, set()),
     ],
 )
 def test_lean_views_are_the_models_fields(lean: Any, model: Any, left_out: set[str]) -> None:
