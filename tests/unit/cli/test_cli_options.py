@@ -21,6 +21,7 @@ from app.eval.config import DEFAULT_MODEL
 COMMANDS = [("ask",), ("eval", "run"), ("eval", "merge"), ("kb", "chunks")]
 SHARED = {
     "--retriever": [("ask",), ("eval", "run")],
+    "--embedder": [("ask",), ("eval", "run")],
     "--kb": [("ask",), ("eval", "run"), ("kb", "chunks")],
     "--out": [("eval", "run"), ("eval", "merge")],
     "--gate": [("eval", "run"), ("eval", "merge")],
