@@ -30,8 +30,11 @@ def _diff(before: str, after: str) -> tuple[list[str], list[str]]:
 
 
 @pytest.fixture
-def v3(lib: Path) -> Path:
-    """The library copy with system/kb_qa_v3 written, its change summary filled in, locked."""
+def v3(lib: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The library copy with system/kb_qa_v3 written, its change summary filled in, locked.
+    The default answer log is an empty folder of the test's: a checkout's own logs/answers.jsonl
+    (written by any `rag ask`) must not become the rollout's evidence."""
+    monkeypatch.setenv("RAG_LOG_DIR", str(tmp_path / "logs"))
     path = new_version(build_registry(lib), PID, author="tester")
     edit(path, "TODO 描述本次变更", "拒答更明确")
     return lib
