@@ -204,9 +204,13 @@ def compare_page(
     home: str | None = None,
 ) -> str:
     from app.eval.compare import LABEL, UNVERIFIED
-    from app.eval.compare.render import fmt_delta, fmt_value
+    from app.eval.compare.render import fmt_delta, fmt_value, repeat_lines
 
     tags, diffs = _tags(new)
+    # --repeat: unstable cases left out of the verdicts / an offline candidate asked once
+    repeat_text = [
+        line.removeprefix("> ").replace("**", "") for line in repeat_lines(comparison) if line
+    ]
     rows = compare_rows(base, new, case_href)
     metric_names = [m for m in new.metrics if m in base.metrics]
     spec = {"kind": "compare", "metrics": metric_names, "page": 50}
@@ -221,6 +225,7 @@ def compare_page(
         new_href=new_href,
         label=LABEL,
         unverified_label=UNVERIFIED,
+        repeat_text=repeat_text,
         fmt_value=fmt_value,
         fmt_delta=fmt_delta,
         fmt_p=_fmt_p,

@@ -129,6 +129,13 @@ def test_an_offline_baseline_is_asked_once_and_says_so(
     md = comparison_markdown(compare_files(path, path))
     assert "its 3 samples would be identical, so each case was asked once" in md
     assert "Unstable cases" not in md
+    from app.eval.report.io import load_report
+    from app.view import pages
+
+    loaded = load_report(path)
+    hrefs = {c.id: c.id for c in loaded.cases}
+    html = pages.compare_page(loaded, loaded, compare_reports(loaded, loaded), hrefs, "a", "b")
+    assert "its 3 samples would be identical, so each case was asked once" in html
 
 
 def _sample(index: int, refused: bool, passed: bool, **values: float | None) -> Sample:
@@ -186,3 +193,32 @@ def test_a_weak_judge_never_gives_a_judge_row_a_green_or_red_verdict() -> None:
         assert rows["citation_accuracy"].verdict == "no_change"  # not a judge row
         assert not cmp.has_regression and cmp.needs_review
     assert "would read: significant regression" in rows["faithfulness"].reasons[1]
+
+
+def _flag_unstable(report, ids):  # type: ignore[no-untyped-def]
+    def mark(case):  # type: ignore[no-untyped-def]
+        samples = [_sample(0, False, True), _sample(1, True, False)]
+        return case.model_copy(update={"repeat": summarise(samples, {})})
+
+    cases = [mark(c) if c.id in ids else c for c in report.cases]
+    config = report.meta.config.replace(repeat=2)
+    meta = report.meta.model_copy(update={"config": config})
+    return report.model_copy(update={"cases": cases, "meta": meta})
+
+
+def test_unstable_cases_cannot_make_a_regression_and_all_unstable_is_refused() -> None:
+    from app.errors import ReportError
+
+    n = 43
+    base = build_report({"faithfulness": [4.0] * n})
+    # 8 cases judged 1 instead of 4: a regression when they count (checked first)
+    new = build_report({"faithfulness": [1.0] * 8 + [4.0] * (n - 8)})
+    assert next(r for r in compare_reports(base, new).rows).verdict == "regression"
+    flaky = [f"kb-{i:03d}" for i in range(1, 9)]  # those 8 were unstable in the new run
+    cmp = compare_reports(base, _flag_unstable(new, flaky))
+    row = cmp.rows[0]
+    assert row.n == n - 8 and row.verdict == "no_change"
+    assert cmp.unstable == tuple(flaky) and cmp.paired == n and not cmp.has_regression
+    assert "**Unstable cases: 8 of 43** across --repeat 1/2 samples" in comparison_markdown(cmp)
+    with pytest.raises(ReportError, match="every one of the 43 paired case"):
+        compare_reports(base, _flag_unstable(new, [c.id for c in new.cases]))
