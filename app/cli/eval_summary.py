@@ -60,6 +60,14 @@ def _print_summary(report: ReportSummary, path: Path | None, md: Path | None) ->
     )
     if report.outcomes:
         console.print(outcomes_line(report))
+    if totals.cases_unstable is not None:
+        console.print(
+            f"--repeat {meta.config.repeat}: unstable cases {totals.cases_unstable} of "
+            f"{totals.cases_done} (the outcome flipped or a score spread beyond its margin "
+            "across the samples: each case's repeat record in the report says why; "
+            "rag eval compare leaves them out of its verdicts)",
+            markup=False,
+        )
     engine = totals.engine
     if engine is not None and (engine.retries or engine.throttled):
         budget = engine.retry_budget

@@ -254,6 +254,11 @@ def merge_reports(
         cases_planned=planned,
         cases_done=sum(x.cases_done for x in t),
         cases_with_errors=sum(x.cases_with_errors for x in t),
+        cases_unstable=(
+            sum(x.cases_unstable or 0 for x in t)
+            if any(x.cases_unstable is not None for x in t)
+            else None
+        ),
         judge_errors=sum(x.judge_errors for x in t),
         cost_usd=round(sum(x.cost_usd for x in t), 8),
         candidate_cost_usd=round(sum(x.candidate_cost_usd for x in t), 8),

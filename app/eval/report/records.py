@@ -206,6 +206,7 @@ class Sample(Record):
     )
     values: dict[str, float | None]  # metric -> this sample's value (None: undefined)
     error: str | None = None  # the sample failed (pipeline or judge); redacted
+    judge_cost_usd: float = Field(default=0.0, ge=0)  # what this sample's judge calls cost
 
 
 class Repeat(Record):
@@ -367,6 +368,8 @@ class Totals(Record):
     cases_with_errors: int = Field(ge=0)
     judge_errors: int = Field(ge=0)
     cost_usd: float = Field(ge=0)
+    #: ``--repeat K``: cases unstable across their samples (None: no case was sampled)
+    cases_unstable: int | None = Field(default=None, ge=0)
     candidate_cost_usd: float = Field(ge=0)
     judge_cost_usd: float = Field(ge=0)
     duration_s: float = Field(ge=0)

@@ -74,6 +74,8 @@ class CaseDigest:
     bad: BadCase | None
     prompt_versions: frozenset[str]
     outcome: str = "correct"  # the case's outcome class (app.eval.report.outcome)
+    #: --repeat: the case is unstable across its samples (None: asked once)
+    unstable: bool | None = None
 
 
 def digest(case: CaseResult, judge_metrics: Sequence[str], bad_judge_score: float) -> CaseDigest:
@@ -91,7 +93,9 @@ def digest(case: CaseResult, judge_metrics: Sequence[str], bad_judge_score: floa
             float(s.detail.get("cost_usd", 0.0))
             for s in case.metrics.values()
             if s.samples is not None
-        ),
+        )
+        # --repeat: the other samples' judge calls (the case's cost_usd holds every sample's)
+        + tuple(x.judge_cost_usd for x in (case.repeat.samples[1:] if case.repeat else ())),
         has_errors=bool(case.errors),
         refusal_cell=str(cell) if cell else None,
         bad=bad_case(case, judge_metrics, bad_judge_score),
@@ -99,6 +103,7 @@ def digest(case: CaseResult, judge_metrics: Sequence[str], bad_judge_score: floa
             case.trace.used_prompt_versions() if case.trace is not None else ()
         ),
         outcome=case.outcome or case_outcome(case, bad_judge_score),
+        unstable=None if case.repeat is None else case.repeat.unstable,
     )
 
 
@@ -340,6 +345,7 @@ class SummaryParts:
     cost_usd: float
     judge_cost_usd: float
     prompt_versions: frozenset[str]
+    cases_unstable: int | None = None  # --repeat: unstable cases (None: none was sampled)
 
 
 def summary_parts(
@@ -358,6 +364,11 @@ def summary_parts(
         outcomes=outcome_counts(d.outcome for d in ordered),
         cases_done=len(ordered),
         cases_with_errors=sum(1 for d in ordered if d.has_errors),
+        cases_unstable=(
+            sum(1 for d in ordered if d.unstable)
+            if any(d.unstable is not None for d in ordered)
+            else None
+        ),
         # a judge error is a judge sample that failed; a case whose answer failed (a model
         # timeout) has no sample: an answer error, not a judge error
         judge_errors=sum(

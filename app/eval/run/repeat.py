@@ -75,6 +75,14 @@ def sample_of(
         passed=None if failed else bad_case(result, judge_metrics, bad_judge_score) is None,
         values={name: score.value for name, score in sorted(result.metrics.items())},
         error="; ".join(result.errors)[:300] if failed else None,
+        judge_cost_usd=round(
+            sum(
+                float(s.detail.get("cost_usd", 0.0))
+                for s in result.metrics.values()
+                if s.samples is not None
+            ),
+            8,
+        ),
     )
 
 

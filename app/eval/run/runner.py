@@ -456,6 +456,7 @@ def totals(
         cases_planned=planned,
         cases_done=parts.cases_done,
         cases_with_errors=parts.cases_with_errors,
+        cases_unstable=parts.cases_unstable,
         judge_errors=parts.judge_errors,  # judge samples that failed (not answer errors)
         cost_usd=round(total_cost, 8),
         candidate_cost_usd=round(max(total_cost - judge_cost, 0.0), 8),

@@ -73,7 +73,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.slow  # two runs of six cases x three samples against the local server (~10 s)
-def test_samples_are_asked_apart_scored_and_unstable_cases_leave_the_verdicts(env: Path) -> None:
+def test_samples_are_asked_apart_scored_and_unstable_cases_leave_the_verdicts(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     questions = {
         (row := json.loads(line))["id"]: row["question"]
         for line in SMOKE.read_text(encoding="utf-8").splitlines()
@@ -91,7 +93,10 @@ def test_samples_are_asked_apart_scored_and_unstable_cases_leave_the_verdicts(en
         assert srv.stats()["requests"] == sent
     # three candidate calls per flaky question: the cache did not replay sample 0 for 1 and 2
     assert all(planted.calls[questions[i]] == 3 for i in FLAKY_IDS)
-    cases = {c["id"]: c for c in json.loads(first.read_text(encoding="utf-8"))["cases"]}
+    assert "--repeat 3: unstable cases 2 of 6 (" in capsys.readouterr().out
+    report = json.loads(first.read_text(encoding="utf-8"))
+    assert report["totals"]["cases_unstable"] == 2
+    cases = {c["id"]: c for c in report["cases"]}
     assert len(cases) == 6
     for cid, case in cases.items():
         rep = case["repeat"]
@@ -126,6 +131,7 @@ def test_an_offline_baseline_is_asked_once_and_says_so(
     report = json.loads(path.read_text(encoding="utf-8"))
     assert report["meta"]["config"]["repeat"] == 3
     assert all(c["repeat"] is None for c in report["cases"])
+    assert report["totals"]["cases_unstable"] is None  # nothing was sampled
     md = comparison_markdown(compare_files(path, path))
     assert "its 3 samples would be identical, so each case was asked once" in md
     assert "Unstable cases" not in md
