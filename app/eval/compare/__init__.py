@@ -309,6 +309,7 @@ def compare_views(
         unstable=unstable,
         samples=(base.meta.config.repeat, new.meta.config.repeat),
         repeat_notes=tuple(repeat_notes(base, new, base_name, new_name)),
+        sampled=any(r.meta.config.repeat > 1 and not r.meta.candidate.offline for r in (base, new)),
     )
 
 
@@ -365,16 +366,17 @@ def repeat_notes(
     base: ReportSummary, new: ReportSummary, base_name: str = "base", new_name: str = "new"
 ) -> list[str]:
     """What ``--repeat`` did in each report: an offline candidate is deterministic, asked once."""
-    out = []
+    said: dict[tuple[int, str], list[str]] = {}  # (K, baseline) -> the reports that say so
     for report, name in ((base, base_name), (new, new_name)):
         k = report.meta.config.repeat
         if k > 1 and report.meta.candidate.offline:
-            out.append(
-                f"{name}: --repeat {k} with the offline baseline {report.meta.candidate.provider}"
-                f", which is deterministic: its {k} samples would be identical, so each case "
-                "was asked once (no flip rate or spread measured)."
-            )
-    return out
+            said.setdefault((k, report.meta.candidate.provider), []).append(name)
+    return [
+        f"{' and '.join(names)}: --repeat {k} with the offline baseline {provider}, which is "
+        f"deterministic: its {k} samples would be identical, so each case was asked once (no "
+        "flip rate or spread measured)."
+        for (k, provider), names in said.items()
+    ]
 
 
 def measure_command(base: ReportSummary, new: ReportSummary) -> str:

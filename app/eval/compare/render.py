@@ -102,7 +102,7 @@ def repeat_lines(c: Comparison) -> list[str]:
     """``--repeat``: how many cases were unstable and that the verdicts use the stable ones;
     an offline candidate's samples are identical (asked once)."""
     lines: list[str] = []
-    if sum(s > 1 for s in c.samples) > len(c.repeat_notes):  # a side that sampled a model
+    if c.sampled:  # a report whose model candidate was sampled K > 1 times
         stable = c.paired - len(c.unstable)
         ks = f"{c.samples[0]}" if c.samples[0] == c.samples[1] else "/".join(map(str, c.samples))
         lines.append(

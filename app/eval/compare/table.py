@@ -137,6 +137,8 @@ class Comparison:
     samples: tuple[int, int] = (1, 1)
     #: what --repeat did or could not do (an offline candidate is asked once), one line each
     repeat_notes: tuple[str, ...] = ()
+    #: a report's model candidate was asked more than once per case (--repeat K > 1)
+    sampled: bool = False
 
     @property
     def has_regression(self) -> bool:
