@@ -24,6 +24,7 @@ def _print_summary(report: ReportSummary, path: Path | None, md: Path | None) ->
         evaluated_line,
         not_measured,
         outcomes_line,
+        repeat_line,
         summary_rows,
     )
     from app.eval.report.status import status_line
@@ -60,14 +61,8 @@ def _print_summary(report: ReportSummary, path: Path | None, md: Path | None) ->
     )
     if report.outcomes:
         console.print(outcomes_line(report))
-    if totals.cases_unstable is not None:
-        console.print(
-            f"--repeat {meta.config.repeat}: unstable cases {totals.cases_unstable} of "
-            f"{totals.cases_done} (the outcome flipped or a score spread beyond its margin "
-            "across the samples: each case's repeat record in the report says why; "
-            "rag eval compare leaves them out of its verdicts)",
-            markup=False,
-        )
+    if totals.cases_unstable is not None:  # (an offline baseline's note came before the run)
+        console.print(repeat_line(report), markup=False)
     engine = totals.engine
     if engine is not None and (engine.retries or engine.throttled):
         budget = engine.retry_budget

@@ -112,6 +112,26 @@ def evaluated_line(report: ReportSummary) -> str:
     return text + (f" ({', '.join(gaps)})" if gaps else "")
 
 
+def repeat_line(report: ReportSummary) -> str | None:
+    """``--repeat K``: how many cases were unstable across their samples, or that an offline
+    baseline was asked once (:mod:`app.eval.run.repeat`); None: asked once, no --repeat."""
+    k, unstable = report.meta.config.repeat, report.totals.cases_unstable
+    if unstable is not None:
+        return (
+            f"--repeat {k}: unstable cases {unstable} of {report.totals.cases_done} (the "
+            "outcome flipped or a score spread beyond its margin across the samples: each "
+            "case's repeat record in the report says why; rag eval compare leaves them out of "
+            "its verdicts)"
+        )
+    if k > 1 and report.meta.candidate.offline:
+        return (
+            f"--repeat {k}: the candidate {report.meta.candidate.provider} is an offline "
+            f"baseline and deterministic — its {k} samples would be identical, so each case "
+            "was asked once (no flip rate or spread measured)"
+        )
+    return None
+
+
 def outcomes_line(report: ReportSummary) -> str:
     """``Outcomes: 39 correct · 3 retrieved but unused · 1 wrong refusal`` (the classes with
     cases, the rule in :mod:`app.eval.report.outcome`)."""
@@ -147,6 +167,8 @@ def render_markdown(report: ReportSummary) -> str:
         lines.append(f"- {note}")
     if report.partial:
         lines.append(f"- **PARTIAL**: {report.partial_reason}")
+    if repeat := repeat_line(report):
+        lines.append(f"- {repeat}")
     for warning in judge.warnings:
         lines.append(f"- ⚠️ {warning}")
     if unmeasured := not_measured(report):

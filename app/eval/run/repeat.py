@@ -44,9 +44,9 @@ def offline_note(config: RunConfig) -> str | None:
     """What a ``--repeat`` run of an offline candidate says instead of sampling it."""
     if config.repeat > 1 and config.model_ref.offline:
         return (
-            f"--repeat {config.repeat}: the candidate {config.model} is an offline baseline and "
-            f"deterministic — its {config.repeat} samples would be identical, so each case was "
-            "asked once (no flip rate or spread measured)"
+            f"--repeat {config.repeat}: the candidate {config.model} is an offline baseline "
+            f"and deterministic — its {config.repeat} samples would be identical, so each case "
+            "was asked once (no flip rate or spread measured)"
         )
     return None
 

@@ -96,6 +96,7 @@ def test_samples_are_asked_apart_scored_and_unstable_cases_leave_the_verdicts(
     assert "--repeat 3: unstable cases 2 of 6 (" in capsys.readouterr().out
     report = json.loads(first.read_text(encoding="utf-8"))
     assert report["totals"]["cases_unstable"] == 2
+    assert "- --repeat 3: unstable cases 2 of 6 (" in first.with_suffix(".md").read_text("utf-8")
     cases = {c["id"]: c for c in report["cases"]}
     assert len(cases) == 6
     for cid, case in cases.items():
@@ -132,6 +133,8 @@ def test_an_offline_baseline_is_asked_once_and_says_so(
     assert report["meta"]["config"]["repeat"] == 3
     assert all(c["repeat"] is None for c in report["cases"])
     assert report["totals"]["cases_unstable"] is None  # nothing was sampled
+    written = path.with_suffix(".md").read_text(encoding="utf-8")
+    assert "- --repeat 3: the candidate offline:extractive is an offline baseline" in written
     md = comparison_markdown(compare_files(path, path))
     assert "its 3 samples would be identical, so each case was asked once" in md
     assert "Unstable cases" not in md
