@@ -57,31 +57,33 @@ class CaseRun:
     worker_of: str | None = None  #: the main process's key (a worker process)
 
     async def __call__(self, case: Case) -> tuple[CaseResult, CaseDigest]:
-        result = await evaluate_case(case, self.factory, self.engine, self.config, self.base_ctx)
-        result = with_outcome(result, self.bad_judge_score)  # where it failed, if it did
         if repeat.sampled(self.config):
-            result = await self._repeat(case, result)
+            result = await self._repeat(case)
+        else:
+            result = await evaluate_case(
+                case, self.factory, self.engine, self.config, self.base_ctx
+            )
+            result = with_outcome(result, self.bad_judge_score)  # where it failed, if it did
         # with this process's counters so far (a later --resume sums every process's)
         record = process_record(self.engine, self.started, worker_of=self.worker_of)
         self.checkpoint.save(result, meta=(self.key, record))
         return result, digest(result, self.judge_metrics, self.bad_judge_score)
 
-    async def _repeat(self, case: Case, first: CaseResult) -> CaseResult:
-        """``--repeat K``: samples 1..K-1 of the case (sample 0 is ``first``), each scored;
-        the case keeps sample 0's answer and metrics, carries the samples compactly
-        (:mod:`app.eval.run.repeat`) and the spend of all of them."""
-        results = [first]
-        for index in range(1, self.config.repeat):
-            results.append(
-                await evaluate_case(
-                    case,
-                    self.factory,
-                    self.engine,
-                    self.config,
-                    self.base_ctx,
-                    sample_index=index,
+    async def _repeat(self, case: Case) -> CaseResult:
+        """``--repeat K``: the K samples of the case, asked together (a batch or a slow
+        provider is waited for once, not K times) and each scored; the case keeps sample 0's
+        answer and metrics, carries the samples compactly (:mod:`app.eval.run.repeat`) and
+        the spend of all of them."""
+        results = await gather(
+            (
+                evaluate_case(
+                    case, self.factory, self.engine, self.config, self.base_ctx, sample_index=i
                 )
-            )
+                for i in range(self.config.repeat)
+            ),
+            one_by_one=in_process(self.config.model_ref.require_provider()),
+        )
+        first = with_outcome(results[0], self.bad_judge_score)  # where it failed, if it did
         samples = [
             repeat.sample_of(r, i, self.judge_metrics, self.bad_judge_score)
             for i, r in enumerate(results)

@@ -2,7 +2,8 @@
 left out of the delta table's verdicts; an offline baseline asked once; a weak judge's rows.
 
 The sampled runs go against a local OpenAI-compatible server whose replies are planted to
-vary per sample: two of six smoke cases answer, refuse, answer on their 1st, 2nd, 3rd call.
+vary per sample: two of six smoke cases answer, refuse, answer on their 1st, 2nd, 3rd call
+(the samples are asked together, so which sample gets which call is not fixed).
 Expected values are counted by hand from that plan (flip rate 1/3: one of three samples
 differs from the most common outcome).
 """
@@ -104,7 +105,8 @@ def test_samples_are_asked_apart_scored_and_unstable_cases_leave_the_verdicts(
         assert [s["index"] for s in rep["samples"]] == [0, 1, 2]
         assert all("faithfulness" in s["values"] for s in rep["samples"])  # each one scored
         if cid in FLAKY_IDS:
-            assert [s["refused"] for s in rep["samples"]] == [False, True, False]
+            # the samples are asked together: which one got the 2nd call is not fixed
+            assert sorted(s["refused"] for s in rep["samples"]) == [False, False, True]
             assert rep["flip_rate"] == pytest.approx(1 / 3)
             assert rep["unstable"] and "flipped" in rep["reasons"][0]
             assert len({s["answer_sha"] for s in rep["samples"]}) == 2
