@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     print("  a weak model, for plumbing tests, never quality; try:")
     print(
         "  rag eval run --suite smoke --limit 5 --model local:smollm2 --judge local:smollm2 "
-        "--allow-unlisted-model --allow-weak-judge --max-tokens 64 --concurrency 1"
+        "--allow-unlisted-model --allow-weak-judge --judge-samples 1 --max-tokens 160 --concurrency 1"
     )
     if args.port != DEFAULT_PORT:
         print(f"  (export {ENV_URL}={url} so local:smollm2 finds this port)")

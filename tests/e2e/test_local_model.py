@@ -276,10 +276,11 @@ def test_a_client_that_gives_up_frees_the_slot(server) -> None:  # type: ignore[
 
 
 def test_judge_replies_follow_the_schema_through_the_real_server(server) -> None:  # type: ignore[no-untyped-def]
-    """The judge's JSON Schema reaches llm-server.mjs as a llama.cpp grammar: every reply
-    of the real small model to the three judge prompts parses as a 1-5 score (without the
-    grammar it wrote prose or ``1.1.1.1…``), and the rest of the server still speaks plain
-    text. (The measured parse rate on the smoke suite is in docs/local-model.md.)"""
+    """The judge's JSON Schema reaches llm-server.mjs as a llama.cpp grammar: the real small
+    model's reply to a judge prompt parses as a 1-5 score (without the grammar it wrote prose
+    or ``1.1.1.1…``), and a schema the server cannot use is a 400 naming the field. One
+    prompt (each call costs ~30 s on one loaded core); the parse rate over the smoke suite's
+    judge calls is measured in docs/running.md#a-local-model."""
     from app.eval.scoring.judges import JUDGE_REPLY_SCHEMA, parse_judge
     from app.generation.registry import load_registry
     from app.llm.providers.local import LocalProvider
@@ -291,7 +292,7 @@ def test_judge_replies_follow_the_schema_through_the_real_server(server) -> None
         "candidate": "Ten days, plus a bonus week in summer.",
         "golden_answer": "5 days [1].",
     }
-    for name in ("judge/faithfulness_v1", "judge/relevance_v1", "judge/correctness_v1"):
+    for name in ("judge/faithfulness_v1",):
         spec = registry.get(name)
         rendered = registry.render(
             name,
