@@ -303,9 +303,9 @@ async def test_official_openai_endpoint_gets_max_completion_tokens(
 
 
 async def test_registered_offline_provider_parses_and_runs(engine_factory: EngineFactory) -> None:
-    from app.llm.providers import register_provider
     from app.llm.providers.base import Provider
     from app.llm.types import Completion
+    from tests.support.registry import registered
 
     class Constant(Provider):
         family = "offline"
@@ -316,8 +316,8 @@ async def test_registered_offline_provider_parses_and_runs(engine_factory: Engin
         ) -> Completion:
             return Completion(text="constant", provider="offline", model=model)
 
-    register_provider("offline:constant", Constant)
-    completion = await engine_factory().generate("offline:constant", chat())
+    with registered({"offline:constant": Constant}):  # the family table restored afterwards
+        completion = await engine_factory().generate("offline:constant", chat())
     assert (completion.text, completion.cost_usd) == ("constant", 0.0)
 
 
