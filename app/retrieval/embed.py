@@ -28,7 +28,9 @@ embedded once per machine, not once per run or per test, and an edited knowledge
 re-embeds only the chunks whose text changed. What is missing is embedded in batches of
 :data:`BATCH` texts, each stored when done (memory bounded by the batch, an interrupted
 first run keeps what it did), with a progress line on stderr (texts/s and ETA) when there
-are at least :data:`NOTICE_AT` of them.
+are at least :data:`NOTICE_AT` of them. Before embedding, a missing vector is looked up in
+the vectors shipped with the checkout (:mod:`app.retrieval.shipped`: the sample KB and the
+shipped suites, verified on load), so a fresh clone embeds nothing it ships.
 """
 
 from __future__ import annotations
