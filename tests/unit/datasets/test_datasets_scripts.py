@@ -52,6 +52,7 @@ CHEAP_ARGS: dict[str, list[str]] = {
     "bench_startup.py": ["--cases", "5", "--latency", "0.01", "--rounds", "1"],
     "bench_embed.py": ["--texts", "8", "--rounds", "1"],
     "bench_anchors.py": ["--rounds", "1"],
+    "bench_fresh.py": ["--limit", "5"],
     "ship_vectors.py": ["--check"],  # a rewrite: tests/unit/retrieval/test_shipped_vectors.py
     # needs a pull request and a token (tests/unit/workflows/test_approvals.py): its start only
     "check_approvals.py": ["--help"],
