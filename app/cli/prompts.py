@@ -20,6 +20,7 @@ import click
 from app.cli import options
 from app.errors import ConfigError, PromptError, UserError
 from app.generation.registry import PromptRegistry, PromptSpec, build_registry, default_root
+from app.llm.spec import ModelRef
 from app.llm.types import coerce_history
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -441,8 +442,11 @@ def test_cmd(name: str, model: str, root: Path | None) -> None:
             f"no provider configured/available: cannot load app.llm.engine ({exc}); "
             "`rag prompts test` needs the provider engine"
         ) from exc
+    from app.llm.providers.families import parse_model
+
+    ref = parse_model(model)  # the CLI edge (options.PROVIDER checked it already)
     rendered = [
-        _render_fixture(spec, fx, model, fixture_variables(spec, fx)) for fx in spec.test_fixtures
+        _render_fixture(spec, fx, ref, fixture_variables(spec, fx)) for fx in spec.test_fixtures
     ]
 
     async def run() -> list[str]:
@@ -473,7 +477,7 @@ def test_cmd(name: str, model: str, root: Path | None) -> None:
     _exit(1 if failures else 0)
 
 
-def _render_fixture(spec: PromptSpec, fx: Any, model: str, variables: dict[str, Any]) -> Any:
+def _render_fixture(spec: PromptSpec, fx: Any, model: ModelRef, variables: dict[str, Any]) -> Any:
     from app.generation.registry.render import render_spec
 
     try:

@@ -14,6 +14,7 @@ from app.generation.registry import PromptSpec, build_registry, default_root
 from app.generation.registry.chat_formats import FORMATS
 from app.generation.registry.loader import fixture_variables
 from app.generation.registry.render import RenderedPrompt, render_spec
+from app.llm.providers.families import parse_model
 from tests.support.registry import wire
 
 REGISTRY = build_registry(default_root())
@@ -108,9 +109,10 @@ def test_fixture_renders(qualified: str, index: int, model: str, fmt: str) -> No
     spec = REGISTRY.get(qualified)
     fixture = spec.test_fixtures[index]
     values = {k: str(v) for k, v in fixture_variables(spec, fixture).items()}
-    rp = render_spec(spec, model=model, variables=values, chat_format=fmt)
+    ref = parse_model(model)
+    rp = render_spec(spec, model=ref, variables=values, chat_format=fmt)
     _check_structure(spec, rp, values, turns=1)
-    rp = render_spec(spec, model=model, variables=values, history=HISTORY, chat_format=fmt)
+    rp = render_spec(spec, model=ref, variables=values, history=HISTORY, chat_format=fmt)
     _check_structure(spec, rp, values, turns=2)
     assert rp.messages[0].content == "上一个问题"
     req = rp.to_request()

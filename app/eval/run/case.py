@@ -132,7 +132,7 @@ async def _evaluate(
     judge_ref = config.judge_ref
     if judge_ref is not None:
         jcfg = JudgeConfig(
-            judge_ref.raw,
+            judge_ref,
             config.judge_samples,
             config.allow_weak_judge,
             max_tokens=min(512, config.max_tokens or 512),

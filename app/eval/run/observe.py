@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from app.eval.run.warm import WarmCache
     from app.generation.pipeline.generator import Pipeline
     from app.generation.pipeline.trace import Trace
-    from app.llm.spec import ProviderSpec
+    from app.llm.spec import ModelRef, ProviderSpec
 
 PromptRef = dict[str, str | None]
 
@@ -96,13 +96,20 @@ class PipelineFactory:
             planned = self._planned(None)
         else:
             planned = self._planned({language_of(c.question) for c in cases if c.history})
-        if self.config.judge:
-            planned += [(e.prompt, self.config.judge) for e in self._judges().values()]
+        judge = self.config.judge_ref
+        if judge is not None:
+            planned += [(e.prompt, judge.raw) for e in self._judges().values()]
+        # the planned pairs name their model by its string; the parsed values are the
+        # configs' (parsed at the edge): the pipeline's models and the run's judge
+        cfg = PipelineConfig.model_validate(self.pipeline_fields())
+        refs = {r.raw: r for r in (cfg.model_ref, cfg.rewrite_ref, cfg.summary_ref)}
+        if judge is not None:
+            refs[judge.raw] = judge
         problems: list[str] = []
         for prompt_id, model in planned:
             spec = self.registry.get(prompt_id)
             try:
-                self.render(prompt_id, model, {v: "x" for v in spec.variables})
+                self.render(prompt_id, refs[model], {v: "x" for v in spec.variables})
             except PromptError as exc:
                 problems.append(f"  {prompt_id} for {model}: {exc}")
         if problems:
@@ -238,7 +245,9 @@ class PipelineFactory:
         answer = self.registry.get(self.qa_prompt).rejection_answer
         return str(answer) if answer else None
 
-    def render(self, prompt_id: str, model: str, variables: Mapping[str, str]) -> RenderedPrompt:
+    def render(
+        self, prompt_id: str, model: ModelRef, variables: Mapping[str, str]
+    ) -> RenderedPrompt:
         spec = self._specs.get(prompt_id)
         if spec is None:
             spec = self._specs[prompt_id] = self.registry.get(prompt_id)

@@ -44,6 +44,7 @@ from app.errors import ConfigError, DatasetError
 
 if TYPE_CHECKING:
     from app.eval.scoring.registry import JudgeInput
+    from app.llm.spec import ModelRef
     from app.llm.types import EngineLike
 
 PASS_ABOVE = 0.85
@@ -279,11 +280,13 @@ async def score_rows(
     from app.eval.scoring.table import judge_table
     from app.generation.registry import RenderedPrompt, render
     from app.llm.engine import Engine
+    from app.llm.providers.families import parse_model
 
-    def renderer(prompt_id: str, model: str, variables: Mapping[str, str]) -> RenderedPrompt:
+    def renderer(prompt_id: str, model: ModelRef, variables: Mapping[str, str]) -> RenderedPrompt:
         return render(prompt_id, model=model, variables=dict(variables))
 
-    config = JudgeConfig(model=judge, samples=samples)
+    # ``judge`` comes from ``rag judge calibrate --judge`` (checked there) or a library caller
+    config = JudgeConfig(model=parse_model(judge), samples=samples)
     table = judge_table()
     own: Engine | None = None
     eng: EngineLike

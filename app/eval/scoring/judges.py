@@ -91,7 +91,7 @@ class Renderer(Protocol):
     """Renders a registry prompt for a model (``PipelineFactory.render``, ``registry.render``)."""
 
     def __call__(
-        self, prompt_id: str, model: str, variables: Mapping[str, str]
+        self, prompt_id: str, model: ModelRef, variables: Mapping[str, str]
     ) -> RenderedPrompt: ...
 
 
@@ -107,7 +107,9 @@ class JudgeSample:
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    model: str = "offline:reference-judge"
+    """``model``: the judge, parsed at the edge (``RunConfig.judge_ref``, the CLI)."""
+
+    model: ModelRef
     samples: int = 3
     allow_weak: bool = False
     max_tokens: int = 512
@@ -297,18 +299,19 @@ async def run_judge(
     )
     if request.response_format == "json":
         request = replace(request, json_schema=JUDGE_REPLY_SCHEMA)
-    if config.samples > 1 and deterministic(config.model):
-        first = await judge_sample(engine, config.model, request, 0)
+    provider = config.model.require_provider()
+    if config.samples > 1 and deterministic(provider):
+        first = await judge_sample(engine, config.model.raw, request, 0)
         samples = repeated(first, config.samples)
     else:
         samples = await gather(
-            (judge_sample(engine, config.model, request, i) for i in range(config.samples)),
-            one_by_one=in_process(config.model),
+            (judge_sample(engine, config.model.raw, request, i) for i in range(config.samples)),
+            one_by_one=in_process(provider),
         )
     return aggregate(samples, prompt.qualified_version)
 
 
-def deterministic(model: str | ProviderSpec) -> bool:
+def deterministic(model: ProviderSpec) -> bool:
     """Whether the provider serving ``model`` gives a verdict that is a pure function of
     its request (:attr:`Provider.deterministic <app.llm.providers.base.Provider.deterministic>`):
     asking it again for another sample can only repeat the first one."""
@@ -317,7 +320,7 @@ def deterministic(model: str | ProviderSpec) -> bool:
     return provider_flag(model, "deterministic")
 
 
-def in_process(model: str | ProviderSpec) -> bool:
+def in_process(model: ProviderSpec) -> bool:
     """Whether the provider serving ``model`` computes in this process with nothing to
     await (:attr:`Provider.in_process <app.llm.providers.base.Provider.in_process>`): its
     samples are then awaited one by one (see :func:`gather`)."""

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from app.generation.pipeline.assembly import Floors
+    from app.llm.spec import ModelRef
 
 
 class PipelineConfig(BaseModel):
@@ -109,6 +110,28 @@ class PipelineConfig(BaseModel):
             strict_max_docs=self.strict_max_docs,
             assisted_max_docs=self.assisted_max_docs,
         )
+
+    # The model strings of this config, parsed: the config is the edge where they are read
+    # (the parser caches, so each string is parsed once); the pipeline takes these.
+    @property
+    def model_ref(self) -> ModelRef:
+        from app.llm.providers.families import parse_model
+
+        return parse_model(self.model)
+
+    @property
+    def rewrite_ref(self) -> ModelRef:
+        """The rewrite model (``rewrite_model``, else ``model``)."""
+        from app.llm.providers.families import parse_model
+
+        return parse_model(self.rewrite_model or self.model)
+
+    @property
+    def summary_ref(self) -> ModelRef:
+        """The summary model (``summary_model``, else ``model``)."""
+        from app.llm.providers.families import parse_model
+
+        return parse_model(self.summary_model or self.model)
 
 
 # A prompt's contract (app.generation.registry.contracts) -> the PipelineConfig fields an override of

@@ -64,6 +64,7 @@ from app.generation.registry import PromptRegistry, RenderedPrompt, load_registr
 from app.generation.registry.loader import PromptSpec
 from app.generation.registry.render import render_spec
 from app.limits import check_history, check_question
+from app.llm.spec import ModelRef
 from app.llm.tokens import get_counter
 from app.llm.types import Completion, EngineLike, Message, coerce_history
 from app.paths import kb_dir
@@ -187,14 +188,14 @@ class Pipeline:
     def _render(
         self,
         prompt_id: str,
-        model: str,
+        model: ModelRef,
         variables: Mapping[str, str],
         history: Sequence[Message] = (),
         spec: PromptSpec | None = None,
     ) -> RenderedPrompt:
         """Render ``prompt_id`` (``spec``: the registry's spec for it, when the caller
         looked it up already: the same render without a second lookup)."""
-        if (prompt_id, model) not in self._planned:
+        if (prompt_id, model.raw) not in self._planned:
             raise RuntimeError(  # a bug: planned_prompts() must list what the runtime renders
                 f"internal error: {prompt_id} for {model} is not in planned_prompts()"
             )
@@ -208,11 +209,11 @@ class Pipeline:
 
     # -- model calls -----------------------------------------------------------------------
     async def _call(
-        self, run: _Run, model: str, prompt_id: str, variables: Mapping[str, str], **kw: Any
+        self, run: _Run, model: ModelRef, prompt_id: str, variables: Mapping[str, str], **kw: Any
     ) -> tuple[str, str]:
         rp = self._render(prompt_id, model, variables, spec=run.specs.get(prompt_id))
         request = rp.to_request(**kw)
-        completion = await self.engine.generate(model, request, sample_index=run.sample_index)
+        completion = await self.engine.generate(model.raw, request, sample_index=run.sample_index)
         run.account(completion)
         return completion.text, rp.qualified_version
 
@@ -220,7 +221,7 @@ class Pipeline:
         """The rewrite model, called through the engine like the answer model (also the
         offline baseline: ``offline:extractive`` answers the rewrite prompt with the
         offline rewriter, which reads the whole conversation from ``metadata["history"]``)."""
-        model = self.config.rewrite_model or self.config.model
+        model = self.config.rewrite_ref
 
         async def call(prompt_id: str, variables: Mapping[str, str]) -> tuple[str, str]:
             conversation = json.dumps(  # only when the rewrite model is called
@@ -241,7 +242,7 @@ class Pipeline:
 
     def _summarizer(self, run: _Run, language: Language) -> Summarizer:
         """The summary model, called through the engine (offline: the offline summariser)."""
-        model = self.config.summary_model or self.config.model
+        model = self.config.summary_ref
         prompt = self._summary_prompt(language)
 
         async def summarize(summary: str, new_lines: str) -> tuple[str, str | None]:
@@ -380,7 +381,7 @@ class Pipeline:
 
         # 5. summary memory within max_tokens − prompt length
         base = self._render(
-            prompt_id, cfg.model, {**variables, **_blank(spec.variables)}, spec=spec
+            prompt_id, cfg.model_ref, {**variables, **_blank(spec.variables)}, spec=spec
         )
         prompt_tokens = self.counter.count(base.system or "") + sum(
             self.counter.count(m.content) for m in base.messages
@@ -399,7 +400,7 @@ class Pipeline:
 
         # 6. the model (no history to add: the prompt is the one rendered in step 5)
         if history_msgs or "chat_history" in spec.variables:
-            rp = self._render(prompt_id, cfg.model, variables, history_msgs, spec=spec)
+            rp = self._render(prompt_id, cfg.model_ref, variables, history_msgs, spec=spec)
         else:
             rp = base
         trace["prompt_version"] = rp.qualified_version

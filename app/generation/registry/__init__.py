@@ -39,6 +39,7 @@ from app.generation.registry.releases import (
 from app.generation.registry.render import RenderedPrompt, render_spec
 from app.generation.registry.rollout import Arm, arm_for
 from app.generation.registry.rules import RULES, Violation
+from app.llm.spec import ModelRef
 from app.llm.types import Message
 from app.safe_io import is_dir
 
@@ -192,12 +193,20 @@ class PromptRegistry:
         self,
         name: str,
         *,
-        model: str,
+        model: str | ModelRef,
         variables: Mapping[str, Any] | None = None,
         history: Sequence[Message | Mapping[str, str]] | None = None,
         chat_format: str = "auto",
         allow_unlisted: bool = False,
     ) -> RenderedPrompt:
+        """Render ``name`` for ``model``. The library's one adapter from a model *string*:
+        a ``str`` is parsed here, once (:func:`app.llm.providers.families.parse_model`);
+        everything inward (:func:`render_spec`, the pipeline, the judges) takes the parsed
+        :class:`ModelRef`."""
+        if isinstance(model, str):
+            from app.llm.providers.families import parse_model
+
+            model = parse_model(model)
         return render_spec(
             self.get(name),
             model=model,
@@ -252,7 +261,7 @@ def check_registry(root: Path | None = None, changed_since: str | None = None) -
 def render(
     name: str,
     *,
-    model: str,
+    model: str | ModelRef,
     variables: Mapping[str, Any] | None = None,
     history: Sequence[Message | Mapping[str, str]] | None = None,
     chat_format: str = "auto",

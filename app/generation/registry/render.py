@@ -106,19 +106,17 @@ def _template_problems(template: str) -> tuple[str, ...]:
 def render_spec(
     spec: PromptSpec,
     *,
-    model: str,
+    model: ModelRef,
     variables: Mapping[str, Any] | None = None,
     history: Iterable[object] | None = None,
     chat_format: str = "auto",
     allow_unlisted: bool = False,
 ) -> RenderedPrompt:
     """``allow_unlisted``: render for a model outside ``APPLICABLE_MODELS`` instead of
-    refusing (``--allow-unlisted-model``; the run records it, see app.eval.run.runner)."""
-    # the parser lives with the family table in the provider package: imported when a
-    # prompt is rendered, not when the registry is loaded or checked
-    from app.llm.providers.families import parse_model
-
-    ref = parse_model(model)
+    refusing (``--allow-unlisted-model``; the run records it, see app.eval.run.runner).
+    ``model`` is already parsed: the string is read at the edge (the CLI, the run's and the
+    pipeline's config, :meth:`PromptRegistry.render` for a library caller), never here."""
+    ref = model
     if not allow_unlisted and not model_allowed(spec, ref):
         raise PromptError(
             f"{spec.qualified} is not for model {ref.model!r}; APPLICABLE_MODELS = "
@@ -176,7 +174,7 @@ def render_spec(
         content_hash=spec.content_hash,
         chat_format=fmt,
         model=ref.model,
-        model_ref=model,
+        model_ref=model.raw,
         system=system,
         messages=messages,
         prompt_text=text_renderer(system, messages) if text_renderer else None,

@@ -232,7 +232,10 @@ def review_module(
 
     fixture_problems = _codes(mine, ("P007", "P008"))
     if spec is not None and not fixture_problems and models:
-        model = models[0] if "*" not in models[0] else "offline:extractive"
+        from app.llm.providers.families import parse_model
+
+        # a model the prompt file declares (a bare id or family:model): read here, once
+        model = parse_model(models[0] if "*" not in models[0] else "offline:extractive")
         for i, fx in enumerate(spec.test_fixtures, start=1):
             try:
                 render_spec(spec, model=model, variables=fixture_variables(spec, fx))

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from app.llm.providers import families
 from app.llm.providers.base import Provider
-from app.llm.providers.families import Factory, Family, parse_provider
+from app.llm.providers.families import Factory, Family
 from app.llm.spec import ProviderSpec
 from app.llm.types import ChatRequest
 
@@ -73,27 +73,12 @@ def provider_class(spec: ProviderSpec) -> type[Provider]:
     return target if isinstance(target, type) and issubclass(target, Provider) else Provider
 
 
-#: (model string, flag) -> (the ProviderSpec it parsed to, the flag): the spec is the
-#: parser's cached object, replaced when a provider is registered, so a stale entry is
-#: never used
-_FLAGS: dict[tuple[str, str], tuple[ProviderSpec, bool]] = {}
-
-
-def provider_flag(model: str | ProviderSpec, flag: Literal["deterministic", "in_process"]) -> bool:
-    """A class flag of the provider serving ``model`` (a parsed spec, or a ``family:model``
-    string), as
+def provider_flag(model: ProviderSpec, flag: Literal["deterministic", "in_process"]) -> bool:
+    """A class flag of the provider serving ``model`` (parsed at the edge), as
     :class:`Provider` documents it: ``deterministic`` (a completion is a pure function of
     its request) or ``in_process`` (computed in this process, nothing awaited). The one
     place the engine, the judges and the worker processes learn what a provider is."""
-    if isinstance(model, ProviderSpec):
-        return bool(getattr(provider_class(model), flag))
-    spec = parse_provider(model)
-    known = _FLAGS.get((model, flag))
-    if known is not None and known[0] is spec:
-        return known[1]
-    value = bool(getattr(provider_class(spec), flag))
-    _FLAGS[model, flag] = (spec, value)
-    return value
+    return bool(getattr(provider_class(model), flag))
 
 
 def create_provider(spec: ProviderSpec) -> Provider:

@@ -80,7 +80,7 @@ def test_parse_judge() -> None:
 async def test_samples_are_distinct_and_averaged() -> None:
     judge = ScriptedJudge(['{"score": 4}', '{"score": 5}', '{"score": 3}'])
     score = await run_judge(
-        judge, JudgeConfig("openai:gpt-4o", samples=3), "faithfulness", rendered()
+        judge, JudgeConfig(ref("openai:gpt-4o"), samples=3), "faithfulness", rendered()
     )
     assert sorted(i for i, _ in judge.calls) == [0, 1, 2]
     assert score.value == 4.0 and score.spread == 2.0 and score.samples == [4.0, 5.0, 3.0]
@@ -90,7 +90,7 @@ async def test_samples_are_distinct_and_averaged() -> None:
 async def test_one_repair_attempt_then_a_score() -> None:
     judge = ScriptedJudge(["I think it is good", '{"score": 5, "reasoning": "fixed"}'])
     score = await run_judge(
-        judge, JudgeConfig("openai:gpt-4o", samples=1), "faithfulness", rendered()
+        judge, JudgeConfig(ref("openai:gpt-4o"), samples=1), "faithfulness", rendered()
     )
     assert score.value == 5.0 and score.detail["repaired"] == 1
     # the repair call carries the bad reply and the instruction: two more messages
@@ -100,7 +100,7 @@ async def test_one_repair_attempt_then_a_score() -> None:
 async def test_unparseable_after_repair_is_an_error_not_a_score() -> None:
     judge = ScriptedJudge(['{"score": 4}', "nope", "still nope", '{"score": 5}'])
     score = await run_judge(
-        judge, JudgeConfig("openai:gpt-4o", samples=3), "faithfulness", rendered()
+        judge, JudgeConfig(ref("openai:gpt-4o"), samples=3), "faithfulness", rendered()
     )
     assert len(judge.calls) == 4  # 3 samples + exactly one repair for the bad one
     assert score.value is None
@@ -164,9 +164,10 @@ def stubjudge() -> Iterator[type[StubJudgeProvider]]:
 def test_only_the_offline_providers_are_deterministic() -> None:
     from app.llm.providers import provider_class
 
-    assert deterministic("offline:reference-judge") and deterministic("offline:extractive")
+    assert deterministic(parse_provider("offline:reference-judge"))
+    assert deterministic(parse_provider("offline:extractive"))
     for model in ("openai:gpt-4o", "anthropic:claude-opus-4-7", "local:smollm2"):
-        assert not deterministic(model), model
+        assert not deterministic(parse_provider(model)), model
     assert provider_class(parse_provider("openai:gpt-4o")).deterministic is False
     # the report says how such a judge is asked, in one line of meta.judge.warnings
     (line,) = [
@@ -185,7 +186,7 @@ async def test_a_deterministic_judge_is_asked_once_per_metric_and_case(
     engine_factory: Callable[..., Engine],  # noqa: F811
 ) -> None:
     engine = engine_factory(cache=False)
-    config = JudgeConfig("stubjudge:gpt-4o", samples=3)
+    config = JudgeConfig(ref("stubjudge:gpt-4o"), samples=3)
     inp = JudgeInput(
         question="年假几天", candidate="5 天 [1]", context="[1] 年假 5 天", golden_answer="5 天"
     )
@@ -215,7 +216,7 @@ async def test_repeated_samples_keep_repair_errors_and_count_the_cost_once() -> 
     # whose class is deterministic: one sample is asked, three are reported
     judge = ScriptedJudge(["I think it is good", '{"score": 4, "reasoning": "fixed"}'], cost=0.25)
     score = await run_judge(
-        judge, JudgeConfig("offline:reference-judge", samples=3), "faithfulness", rendered()
+        judge, JudgeConfig(ref("offline:reference-judge"), samples=3), "faithfulness", rendered()
     )
     assert [i for i, _ in judge.calls] == [0, 0]  # sample 0 and its one repair
     assert score.samples == [4.0, 4.0, 4.0] and score.value == 4.0 and score.spread == 0.0
@@ -225,7 +226,7 @@ async def test_repeated_samples_keep_repair_errors_and_count_the_cost_once() -> 
 
     broken = ScriptedJudge(["nope", "still nope"])
     failed = await run_judge(
-        broken, JudgeConfig("offline:reference-judge", samples=3), "faithfulness", rendered()
+        broken, JudgeConfig(ref("offline:reference-judge"), samples=3), "faithfulness", rendered()
     )
     assert len(broken.calls) == 2
     assert failed.value is None and failed.n_errors == 3 and failed.samples == [None] * 3
@@ -234,7 +235,7 @@ async def test_repeated_samples_keep_repair_errors_and_count_the_cost_once() -> 
     # one sample asked: exactly one call either way
     once = ScriptedJudge(['{"score": 5}'])
     single = await run_judge(
-        once, JudgeConfig("offline:reference-judge", samples=1), "faithfulness", rendered()
+        once, JudgeConfig(ref("offline:reference-judge"), samples=1), "faithfulness", rendered()
     )
     assert once.calls == [(0, once.calls[0][1])] and single.samples == [5.0]
 
@@ -247,8 +248,8 @@ async def test_an_sdk_judge_is_still_asked_once_per_sample(
     fake_llm_server.script('{"score": 4, "reasoning": "a"}', '{"score": 2}', '{"score": 3}')
     engine = engine_factory(cache=False)
     model = f"openai:gpt-4o@{fake_llm_server.openai_base_url}"
-    assert not deterministic(model)
-    score = await run_judge(engine, JudgeConfig(model, samples=3), "faithfulness", rendered())
+    assert not deterministic(parse_provider(model))
+    score = await run_judge(engine, JudgeConfig(ref(model), samples=3), "faithfulness", rendered())
     assert fake_llm_server.stats()["requests"] == 3 and engine.stats.calls == 3
     assert sorted(score.samples or []) == [2.0, 3.0, 4.0] and score.spread == 2.0
     assert score.value == 3.0

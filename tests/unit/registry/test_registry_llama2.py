@@ -17,6 +17,7 @@ from app.errors import PromptError
 from app.generation.registry import build_registry, default_root
 from app.generation.registry.chat_formats import llama2_prompt
 from app.generation.registry.render import render_spec
+from app.llm.providers.families import parse_model
 from app.llm.types import Message
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "data" / "llama2" / "chat_template.jinja"
@@ -142,7 +143,7 @@ def test_registry_render_for_llama2_model_matches_template() -> None:
     }
     rp = render_spec(
         spec,
-        model="openai:meta-llama/Llama-2-7b-chat-hf@http://127.0.0.1:8000/v1",
+        model=parse_model("openai:meta-llama/Llama-2-7b-chat-hf@http://127.0.0.1:8000/v1"),
         variables=variables,
         history=history,
     )
