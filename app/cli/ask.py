@@ -71,12 +71,7 @@ def _read_history(path: Path) -> tuple[Message, ...]:
     help="QA prompt id or exact version.",
 )
 @options.kb
-@click.option(
-    "--injection-policy",
-    type=click.Choice(["refuse", "clean", "alert"]),
-    default="clean",
-    show_default=True,
-)
+@options.injection_policy
 @options.retriever
 @options.embedder
 @options.timeout
@@ -95,7 +90,7 @@ def cli(
     model: str,
     qa_prompt: str,
     kb_path: Path | None,
-    injection_policy: str,
+    injection_policy: str | None,
     retriever: str,
     embedder: str,
     timeout_s: float,
@@ -126,7 +121,7 @@ def cli(
         "model": model,
         "qa_prompt": qa_prompt,
         "kb_path": kb_path,
-        "injection_policy": injection_policy,
+        "injection_policy": options.resolved_injection_policy(injection_policy),
         "retriever": retriever,
         "embedder": embedder,
         "allow_unlisted_model": allow_unlisted_model,

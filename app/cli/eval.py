@@ -259,6 +259,7 @@ def _typed_options(
 @options.embedder
 @options.max_tokens
 @options.temperature
+@options.injection_policy
 @options.allow_unlisted_model
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @options.gate

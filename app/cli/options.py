@@ -344,6 +344,15 @@ temperature = click.option(
     help="Sampling temperature of the candidate's answer (default 0); judges stay at 0.",
 )
 
+injection_policy = click.option(
+    "--injection-policy",
+    type=click.Choice(["refuse", "clean", "alert"]),
+    default=None,
+    help="What a question carrying an injection gets: refuse (finance/compliance), clean "
+    "(remove it, answer the rest) or alert (log it, go on). Default: the deployment's "
+    "RAG_INJECTION_POLICY, else clean (docs/security.md).",
+)
+
 #: the options above that set a run, in `rag eval run --help` order: `rag eval diff-prompt`
 #: takes all of them (tests/unit/cli/test_cli_suggestions.py holds the two commands together)
 RUN_OPTIONS: tuple[Callable[[Any], Any], ...] = (
@@ -375,6 +384,7 @@ RUN_OPTIONS: tuple[Callable[[Any], Any], ...] = (
     embedder,
     max_tokens,
     temperature,
+    injection_policy,
     allow_unlisted_model,
 )
 
@@ -422,4 +432,14 @@ def run_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "max_tokens": values["max_tokens"],
         "temperature": values["temperature"],
         "allow_unlisted_model": values["allow_unlisted_model"],
+        "injection_policy": resolved_injection_policy(values["injection_policy"]),
     }
+
+
+def resolved_injection_policy(value: str | None) -> str:
+    """``--injection-policy`` when given, else the deployment's (``RAG_INJECTION_POLICY``)."""
+    if value is not None:
+        return value
+    from app.generation.pipeline.config import deployment_injection_policy
+
+    return deployment_injection_policy()

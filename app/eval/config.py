@@ -93,6 +93,9 @@ class RunConfig(BaseModel):
     temperature: Decides[float | None] = Field(
         default=None, ge=0, le=2
     )  # candidate answer; judges 0
+    # --injection-policy (or the deployment's RAG_INJECTION_POLICY, resolved by the front end);
+    # a report written before the field existed ran with "clean"
+    injection_policy: Decides[Literal["refuse", "clean", "alert"]] = "clean"
     allow_unlisted_model: Decides[bool] = (
         False  # render outside APPLICABLE_MODELS (recorded in meta)
     )

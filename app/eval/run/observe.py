@@ -172,6 +172,8 @@ class PipelineFactory:
                 if self.config.temperature is not None
                 else {}
             ),
+            # only when not the default (the warm cache's fingerprint of a default run is kept)
+            **({"injection_policy": p} if (p := self.config.injection_policy) != "clean" else {}),
             **self.overrides,
         }
 
@@ -219,7 +221,9 @@ class PipelineFactory:
         if self._pipeline is None:
             from app.generation.pipeline.generator import Pipeline
 
-            cfg = PipelineConfig.model_validate(self.pipeline_fields())
+            # the run's policy, never the environment's (PipelineConfig's own default)
+            fields = {"injection_policy": self.config.injection_policy, **self.pipeline_fields()}
+            cfg = PipelineConfig.model_validate(fields)
             self._pipeline = Pipeline(cfg, self.engine, kb=self.kb, registry=self.registry)
         return self._pipeline
 

@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from app.errors import UserError
 
 if TYPE_CHECKING:
     from app.generation.pipeline.assembly import Floors
     from app.llm.spec import ModelRef
+
+InjectionPolicy = Literal["refuse", "clean", "alert"]
+INJECTION_POLICIES: tuple[str, ...] = get_args(InjectionPolicy)
+#: seed 004 §6.1's choice for an internal knowledge base (docs/security.md has the reasoning)
+DEFAULT_INJECTION_POLICY: InjectionPolicy = "clean"
+#: the deployment's setting: a finance/compliance deployment sets ``refuse`` here once
+INJECTION_POLICY_ENV = "RAG_INJECTION_POLICY"
+
+
+def deployment_injection_policy(environ: Mapping[str, str] | None = None) -> InjectionPolicy:
+    """The deployment's injection policy: ``RAG_INJECTION_POLICY`` when set (and not empty),
+    else :data:`DEFAULT_INJECTION_POLICY`. The one place the setting is read: the default of
+    :attr:`PipelineConfig.injection_policy` and of ``rag ask`` / ``rag eval run``'s
+    ``--injection-policy``. An unknown value is a :class:`UserError` naming the choices."""
+    env = os.environ if environ is None else environ
+    value = env.get(INJECTION_POLICY_ENV, "").strip()
+    if not value:
+        return DEFAULT_INJECTION_POLICY
+    if value.lower() not in INJECTION_POLICIES:
+        raise UserError(
+            f"{INJECTION_POLICY_ENV}={value!r}: unknown injection policy — use one of "
+            f"{', '.join(INJECTION_POLICIES)} (or unset it for the default, "
+            f"{DEFAULT_INJECTION_POLICY})"
+        )
+    return cast(InjectionPolicy, value.lower())
 
 
 class PipelineConfig(BaseModel):
@@ -44,8 +73,10 @@ class PipelineConfig(BaseModel):
     remaining false refusals are English questions the Chinese sample KB does not retrieve
     for, not injection handling. ``alert`` passes the injection text on to the model
     unchanged (here the extractive baseline then finds no matching sentence), so it is only
-    as safe as the model. Finance/compliance deployments select ``refuse``
-    (``PipelineConfig(injection_policy="refuse")``, ``rag ask --injection-policy refuse``).
+    as safe as the model. Finance/compliance deployments select ``refuse`` once for the
+    deployment (``RAG_INJECTION_POLICY=refuse``, read by :func:`deployment_injection_policy`),
+    or per call (``PipelineConfig(injection_policy="refuse")``, ``rag ask`` /
+    ``rag eval run --injection-policy refuse``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -80,7 +111,8 @@ class PipelineConfig(BaseModel):
     max_tokens: int = Field(default=2000, ge=1)  # seed 000's memory budget for the prompt
     token_counter: str = "bpe:cl100k_base"
 
-    injection_policy: Literal["refuse", "clean", "alert"] = "clean"  # see the docstring
+    # see the docstring; default: the deployment's (RAG_INJECTION_POLICY, else "clean")
+    injection_policy: InjectionPolicy = Field(default_factory=deployment_injection_policy)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)  # the answer only (rewrite: 0)
     max_answer_tokens: int = Field(default=2048, ge=1)  # also caps rewrite/summary (256)
     # render for a model outside a prompt's APPLICABLE_MODELS instead of refusing it
