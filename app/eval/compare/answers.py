@@ -41,18 +41,6 @@ class AnswerDelta:
             + ".",
             "",
         ]
-        if self.offline_candidate and self.wording_changed:
-            prompts = ", ".join(f"`{p}`" for p in self.wording_changed)
-            lines += [
-                f"> **The candidate `{self.offline_candidate}` is an offline baseline and ignores "
-                f"the prompt's wording** ({prompts} changed): it reads the question and the "
-                "retrieved documents, never the instructions, so a wording change cannot move "
-                "these rows. Run the comparison with a model, e.g. `make local-model`, then "
-                "`rag eval diff-prompt NAME BASE NEW --model local:smollm2 --allow-unlisted-model "
-                "--max-tokens 64 --concurrency 1` (or `--model openai:<id>@<url>`, "
-                "`anthropic:<model>`).",
-                "",
-            ]
         lines += [f"> {n}" for n in self.notes]
         if self.notes:
             lines.append("")
