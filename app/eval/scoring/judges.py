@@ -159,7 +159,8 @@ def check_judge(cand: ModelRef, jud: ModelRef, *, allow_weak: bool = False) -> l
         warnings.append(
             f"{judge} is an offline reference-based judge: its scores are not a model's"
         )
-    elif problem is None and tier(jud) is None:
+    elif problem is None and tier(jud) is None and jud.family != "local":
+        # the local tier has no tier by design: its WEAK JUDGE warning below says so
         warnings.append(f"judge {judge} is not in JUDGE_TIERS: tier not checked")
     if deterministic(jud.require_provider()):
         warnings.append(

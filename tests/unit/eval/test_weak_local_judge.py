@@ -71,6 +71,10 @@ def test_the_local_tier_is_a_weak_judge_and_a_hosted_stronger_one_is_not() -> No
     )
     warnings = check_judge(ref("offline:extractive"), ref("local:smollm2"))
     assert any(w.startswith("WEAK JUDGE: local:smollm2") for w in warnings), warnings
+    # one warning says what the local tier is: no "not in JUDGE_TIERS" beside it
+    assert not any("JUDGE_TIERS" in w for w in warnings), warnings
+    hosted = check_judge(ref("anthropic:claude-sonnet-4-6"), ref("local:smollm2"))
+    assert not any("JUDGE_TIERS" in w for w in hosted), hosted
 
 
 class _V:
