@@ -120,8 +120,11 @@ def _sub(command: click.Command, name: str) -> click.Command | None:
 
 
 def _options(command: click.Command) -> set[str]:
-    ctx = click.Context(command)
-    return {o for p in command.get_params(ctx) for o in (*p.opts, *p.secondary_opts)}
+    """The declared options and the help names every command inherits from the root group
+    (not get_params(): click caches a command's help option with the help names of the first
+    context that asked, so the answer would depend on which test ran before)."""
+    declared = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    return declared | set(rag.context_settings.get("help_option_names", ["--help"]))
 
 
 def _every_command(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[click.Command]:
