@@ -141,3 +141,42 @@ def test_an_unwritable_out_is_a_user_error(make_report, write_report) -> None:  
         )
         assert isinstance(res.exception, UserError), (fmt, res.output, res.exception)
         assert "/proc/nope/x.md: cannot write it" in str(res.exception)
+
+
+def test_the_hostile_compare_inputs_each_change_the_report(
+    make_report, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """scripts/hostile_inputs.py's "summary mean NaN" replaced ``"mean": `` (with a space),
+    but reports are written compact (``"mean":``): its "bad" report was the good one, and
+    `rag eval compare` rightly exited 0. Every mutation meant to be refused must change the
+    report, and the NaN summary mean is an exit-2 message naming the file."""
+    import importlib.util
+    import sys
+    from itertools import takewhile
+    from pathlib import Path
+
+    script = Path(__file__).parents[3] / "scripts" / "hostile_inputs.py"
+    spec = importlib.util.spec_from_file_location("hostile_inputs", script)
+    assert spec is not None and spec.loader is not None
+    hostile = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "hostile_inputs", hostile)  # its dataclasses look it up
+    spec.loader.exec_module(hostile)
+    report = make_report({"faithfulness": [3.0, 4.0], "acl_leak": [0.0, 0.0]})
+    data = report.model_dump(mode="json")
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")  # as the runner
+    (tmp_path / "c").mkdir()
+    original = path.read_bytes()
+    # the report mutations (the file hazards after them open sockets and FIFOs: not here)
+    mutations = takewhile(
+        lambda c: not c.label.startswith("file:"), hostile.compare_cases(tmp_path / "c", path)
+    )
+    cases = {c.label: c for c in mutations}
+    assert "summary mean NaN" in cases and "metric NaN" in cases
+    for label, case in cases.items():
+        if case.expect != {0}:
+            assert Path(case.argv[-1]).read_bytes() != original, label
+    nan = cases["summary mean NaN"]
+    res = CliRunner().invoke(compare, nan.argv[2:])
+    assert isinstance(res.exception, ReportError)  # the CLI's exit 2 (test_unreadable_report…)
+    assert str(res.exception).startswith(f"{nan.argv[-1]}: not valid JSON: NaN")
