@@ -455,7 +455,7 @@ def test_cmd(name: str, model: str, root: Path | None) -> None:
             out = []
             for rp in rendered:
                 completion = await engine.generate(
-                    model, rp.to_request(temperature=0.0), sample_index=0
+                    ref, rp.to_request(temperature=0.0), sample_index=0
                 )
                 out.append(str(completion.text))
             return out

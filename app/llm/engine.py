@@ -51,7 +51,7 @@ from app.llm.recording import (
     recording,
 )
 from app.llm.retry import THROTTLE_STATUS, RetryBudget, RetryPolicy
-from app.llm.spec import ProviderSpec
+from app.llm.spec import ModelRef, ProviderSpec
 from app.llm.types import ChatRequest, Completion
 from app.redact import install_log_redaction
 from app.wellformed import REPLACEMENT, scrub
@@ -111,6 +111,15 @@ class EngineConfig:
         return attempts * (self.timeout_s + max(self.max_delay_s, self.max_retry_after_s))
 
 
+def _spec(provider: ModelRef | str) -> ProviderSpec:
+    """The provider a caller names: the library's one adapter from a provider *string*
+    (``engine.generate("openai:gpt-4o-mini", ...)``), parsed here; a :class:`ModelRef`
+    (parsed at the edge: the CLI, ``RunConfig``, ``PipelineConfig``) is taken as it is."""
+    if isinstance(provider, ModelRef):
+        return provider.require_provider()
+    return parse_provider(provider)
+
+
 class Engine:
     """Runs provider calls with concurrency, rate limits, retries, timeouts, cache, cost."""
 
@@ -131,7 +140,7 @@ class Engine:
         self._limiter: Limiter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._providers: dict[str, Provider] = {}
-        self._routes: dict[str, _Route] = {}  # provider string -> its spec and instance
+        self._routes: dict[ModelRef | str, _Route] = {}  # as passed -> its spec and instance
         self._cache = ResponseCache(self.config.cache_path) if self.config.cache else None
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
         self._heartbeat: asyncio.Task[None] | None = None
@@ -168,13 +177,13 @@ class Engine:
         if self.batcher is not None:
             await self.batcher.aclose()
 
-    def prepare(self, *providers: str) -> None:
-        """Parse the provider strings and check their keys now (a missing key or SDK
-        fails before the first case). The SDK itself is imported by the first request
-        (outside its deadline): a run whose answers all come from the cache never pays it.
-        """
-        for text in providers:
-            self.provider(parse_provider(text))
+    def prepare(self, *providers: ModelRef | str) -> None:
+        """Check the providers' keys now (a missing key or SDK fails before the first
+        case). The SDK itself is imported by the first request (outside its deadline): a
+        run whose answers all come from the cache never pays it. A ``str`` is parsed here
+        (:func:`_spec`), a :class:`ModelRef` is taken as parsed."""
+        for provider in providers:
+            self.provider(_spec(provider))
 
     def provider(self, spec: ProviderSpec) -> Provider:
         """The provider instance for an endpoint (created on first use)."""
@@ -185,14 +194,16 @@ class Engine:
         return provider
 
     async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
+        self, provider: ModelRef | str, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
-        """One completion for ``request`` from ``provider`` (a provider string)."""
+        """One completion for ``request`` from ``provider``: the parsed :class:`ModelRef`
+        the pipeline and the judges pass, or a provider string from a library caller
+        (parsed once, on its first request; :func:`_spec`)."""
         if self._loop is not asyncio.get_running_loop():
             self._bind_loop()
         route = self._routes.get(provider)
         if route is None:
-            spec = parse_provider(provider)
+            spec = _spec(provider)
             route = _Route(spec, self.provider(spec))  # ConfigError (missing key) here
             self._routes[provider] = route
         spec, impl = route.spec, route.impl

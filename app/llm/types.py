@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from app.errors import UserError
+
+if TYPE_CHECKING:
+    from app.llm.spec import ModelRef
 
 Role = Literal["user", "assistant"]
 # Namespaces in the response cache: generation and judge entries are distinguishable.
@@ -138,8 +141,8 @@ class Completion:
 
 class EngineLike(Protocol):
     """What the pipeline, the judges and calibration need from
-    :class:`app.llm.engine.Engine`: one completion for a provider string and a request."""
+    :class:`app.llm.engine.Engine`: one completion for a parsed model and a request."""
 
     async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
+        self, provider: ModelRef, request: ChatRequest, sample_index: int = 0
     ) -> Completion: ...

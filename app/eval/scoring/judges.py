@@ -224,7 +224,7 @@ def _repair_request(request: ChatRequest, bad: str) -> ChatRequest:
 
 
 async def judge_sample(
-    engine: EngineLike, model: str, request: ChatRequest, index: int
+    engine: EngineLike, model: ModelRef, request: ChatRequest, index: int
 ) -> JudgeSample:
     """One judge sample with one repair attempt; errors become a recorded sample."""
     cost = 0.0
@@ -302,11 +302,11 @@ async def run_judge(
         request = replace(request, json_schema=JUDGE_REPLY_SCHEMA)
     provider = config.model.require_provider()
     if config.samples > 1 and deterministic(provider):
-        first = await judge_sample(engine, config.model.raw, request, 0)
+        first = await judge_sample(engine, config.model, request, 0)
         samples = repeated(first, config.samples)
     else:
         samples = await gather(
-            (judge_sample(engine, config.model.raw, request, i) for i in range(config.samples)),
+            (judge_sample(engine, config.model, request, i) for i in range(config.samples)),
             one_by_one=in_process(provider),
         )
     return aggregate(samples, prompt.qualified_version)

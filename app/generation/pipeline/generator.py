@@ -213,7 +213,7 @@ class Pipeline:
     ) -> tuple[str, str]:
         rp = self._render(prompt_id, model, variables, spec=run.specs.get(prompt_id))
         request = rp.to_request(**kw)
-        completion = await self.engine.generate(model.raw, request, sample_index=run.sample_index)
+        completion = await self.engine.generate(model, request, sample_index=run.sample_index)
         run.account(completion)
         return completion.text, rp.qualified_version
 
@@ -414,7 +414,7 @@ class Pipeline:
             metadata={"documents": asm.documents_json(), "question": rw.rewritten},
         )
         trace["sent"] = sent_rows(request)
-        completion = await self.engine.generate(cfg.model, request, sample_index=sample_index)
+        completion = await self.engine.generate(cfg.model_ref, request, sample_index=sample_index)
         run.account(completion)
 
         # 7. after the model

@@ -14,6 +14,7 @@ from app.eval.report.render import render_markdown
 from app.eval.run.runner import run_sync
 from app.eval.scoring.thresholds import load_thresholds, verdicts
 from app.llm.engine import Engine, EngineConfig
+from app.llm.spec import ModelRef
 from app.llm.types import ChatRequest, Completion
 
 
@@ -25,10 +26,10 @@ class FailingCandidate(Engine):
         self.marker = marker
 
     async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
+        self, provider: ModelRef, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
         if request.purpose == "generation" and self.marker in request.variables.get("question", ""):
-            raise ProviderError("injected: the provider is down", provider=provider, status=503)
+            raise ProviderError("injected: the provider is down", provider=provider.raw, status=503)
         return await super().generate(provider, request, sample_index)
 
 

@@ -24,6 +24,7 @@ from app.llm.engine import Engine
 from app.llm.providers import Provider, families, register_provider
 from app.llm.providers.families import parse_model as ref
 from app.llm.providers.families import parse_provider
+from app.llm.spec import ModelRef
 from app.llm.types import ChatRequest, Completion, Usage
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.fixtures import (  # noqa: F401
@@ -43,7 +44,7 @@ class ScriptedJudge:
         self.calls: list[tuple[int, int]] = []  # (sample_index, n_messages)
 
     async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
+        self, provider: ModelRef, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
         self.calls.append((sample_index, len(request.messages)))
         assert request.temperature == 0.0

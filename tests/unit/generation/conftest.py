@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from app.llm.spec import ModelRef
 from app.llm.types import ChatRequest, Completion, Usage
 
 DOCS = {
@@ -67,7 +68,7 @@ class FakeEngine:
     """
 
     def __init__(self, answer: Callable[[ChatRequest], str] | None = None) -> None:
-        self.calls: list[tuple[str, ChatRequest]] = []
+        self.calls: list[tuple[ModelRef, ChatRequest]] = []
         self.rewrites: dict[str, str] = {}
         self._answer = answer
 
@@ -75,7 +76,7 @@ class FakeEngine:
         return [r for _, r in self.calls if r.purpose == purpose]
 
     async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
+        self, provider: ModelRef, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
         self.calls.append((provider, request))
         if self._answer is not None:

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from app.generation.pipeline.generator import Pipeline, PipelineConfig
 from app.llm.engine import Engine, EngineConfig
+from app.llm.spec import ModelRef
 from app.llm.types import ChatRequest, Completion
 from app.llm.types import Message as M
 from tests.support.fake_llm_server import FakeLLMServer
@@ -29,10 +30,10 @@ HISTORY = [
 class RecordingEngine(Engine):
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
-        self.seen: list[tuple[str, ChatRequest, Completion]] = []
+        self.seen: list[tuple[ModelRef | str, ChatRequest, Completion]] = []
 
     async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
+        self, provider: ModelRef | str, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
         completion = await super().generate(provider, request, sample_index)
         self.seen.append((provider, request, completion))

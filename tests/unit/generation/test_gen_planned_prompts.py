@@ -90,3 +90,15 @@ async def test_everything_the_runtime_renders_was_planned(
     assert used <= planned, used - planned
     # the test did exercise all three kinds of model call
     assert {"rewrite", "summary", "generation"} <= {r.purpose for _, r in fake_engine.calls}
+
+
+async def test_the_engine_is_handed_the_parsed_model(
+    kb_path: Path, fake_engine: FakeEngine
+) -> None:
+    """The pipeline passes the config's parsed :class:`ModelRef`, not the string."""
+    from app.llm.spec import ModelRef
+
+    await _pipe(kb_path, fake_engine).answer("年假可以结转吗", [], ["public"])
+    models = {r.purpose: p for p, r in fake_engine.calls}
+    assert all(isinstance(p, ModelRef) for p in models.values()), models
+    assert models["generation"].raw == MODEL and models["generation"].family == "anthropic"
