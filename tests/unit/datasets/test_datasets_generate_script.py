@@ -11,7 +11,6 @@ from types import ModuleType
 import pytest
 from _datasets_support import DATASETS, ROOT
 
-from app.llm.spec import ModelRef
 from app.llm.types import ChatRequest, Completion
 
 
@@ -31,7 +30,7 @@ class FakeEngine:
         self.requests: list[ChatRequest] = []
 
     async def generate(
-        self, provider: ModelRef, request: ChatRequest, sample_index: int = 0
+        self, provider: str, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
         self.requests.append(request)
         n = len(self.requests)
