@@ -112,9 +112,7 @@ class EngineConfig:
 
 
 def _spec(provider: ModelRef | str) -> ProviderSpec:
-    """The provider a caller names: the library's one adapter from a provider *string*
-    (``engine.generate("openai:gpt-4o-mini", ...)``), parsed here; a :class:`ModelRef`
-    (parsed at the edge: the CLI, ``RunConfig``, ``PipelineConfig``) is taken as it is."""
+    """The library's one adapter from a provider string; a ModelRef is taken as parsed."""
     if isinstance(provider, ModelRef):
         return provider.require_provider()
     return parse_provider(provider)
@@ -178,10 +176,8 @@ class Engine:
             await self.batcher.aclose()
 
     def prepare(self, *providers: ModelRef | str) -> None:
-        """Check the providers' keys now (a missing key or SDK fails before the first
-        case). The SDK itself is imported by the first request (outside its deadline): a
-        run whose answers all come from the cache never pays it. A ``str`` is parsed here
-        (:func:`_spec`), a :class:`ModelRef` is taken as parsed."""
+        """Check the providers' keys now (a missing key or SDK fails before the first case;
+        the SDK is imported by the first request, so an all-cached run never pays it)."""
         for provider in providers:
             self.provider(_spec(provider))
 
@@ -196,9 +192,7 @@ class Engine:
     async def generate(
         self, provider: ModelRef | str, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
-        """One completion for ``request`` from ``provider``: the parsed :class:`ModelRef`
-        the pipeline and the judges pass, or a provider string from a library caller
-        (parsed once, on its first request; :func:`_spec`)."""
+        """One completion for ``request`` from ``provider`` (a ModelRef, or a string: _spec)."""
         if self._loop is not asyncio.get_running_loop():
             self._bind_loop()
         route = self._routes.get(provider)
