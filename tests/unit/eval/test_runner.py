@@ -12,6 +12,7 @@ from app.eval.report.io import load_report, validate_report
 from app.eval.report.records import Report
 from app.eval.run.runner import run_sync
 from app.llm.engine import Engine, EngineConfig
+from app.llm.spec import ModelRef
 from app.llm.types import ChatRequest, Completion
 
 # latency is a measurement of the machine, not a score of the case: it is the one metric
@@ -82,7 +83,7 @@ class BrokenJudge(Engine):
     """The real engine, except that faithfulness judge replies for one case are garbage."""
 
     async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
+        self, provider: ModelRef | str, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
         completion = await super().generate(provider, request, sample_index)
         if (
@@ -136,14 +137,16 @@ class TimedOutCandidate(Engine):
     """The real engine, except that the candidate's answer to one case times out."""
 
     async def generate(
-        self, provider: str, request: ChatRequest, sample_index: int = 0
+        self, provider: ModelRef | str, request: ChatRequest, sample_index: int = 0
     ) -> Completion:
         from app.errors import ProviderError
 
         text = json.dumps(request.variables, ensure_ascii=False)
         if request.purpose == "generation" and "12%" in text:
             # what the engine raises when no answer came within timeout_s (app.llm.engine)
-            raise ProviderError(f"{provider}: no answer within 60s (timed out)", provider=provider)
+            raise ProviderError(
+                f"{provider}: no answer within 60s (timed out)", provider=str(provider)
+            )
         return await super().generate(provider, request, sample_index)
 
 
