@@ -161,6 +161,7 @@ def compare_rows(base: Report, new: Report, href: Mapping[str, str]) -> list[dic
                 "newly_refused": bool(case.refused) and not bool(old.refused),
                 "newly_answered": bool(old.refused) and not bool(case.refused),
                 "errors": len(case.errors) + len(old.errors),
+                "outcome": case.outcome,  # the new run's outcome class (the filter)
                 "d": deltas,
             }
         )

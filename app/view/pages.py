@@ -13,6 +13,7 @@ the static export (relative file names).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -213,7 +214,12 @@ def compare_page(
     ]
     rows = compare_rows(base, new, case_href)
     metric_names = [m for m in new.metrics if m in base.metrics]
-    spec = {"kind": "compare", "metrics": metric_names, "page": 50}
+    spec: dict[str, Any] = {"kind": "compare", "metrics": metric_names, "page": 50}
+    # the new run's outcome classes over the paired cases (none in an older report: no filter)
+    counts = Counter(row["outcome"] for row in rows if row["outcome"])
+    outcomes = [(o, LABELS.get(o, o), counts[o]) for o in new.outcomes if counts[o]]
+    if outcomes:
+        spec["outcomes"] = {o: label for o, label, _ in outcomes}
     return _render(
         "compare.html",
         lang=_lang([c.question for c in new.cases]),
@@ -231,6 +237,7 @@ def compare_page(
         fmt_p=_fmt_p,
         tags=tags,
         difficulties=diffs,
+        outcomes=outcomes,
         metric_names=metric_names,
         rows_json=json_script(rows),
         spec_json=json_script(spec),

@@ -359,3 +359,15 @@ def test_the_run_page_filters_by_outcome_class(
         assert cells.count() == min(len(expected), 50)
     page.select_option("#f-outcome", "")
     assert page.locator("#count").inner_text().startswith(f"{total} of {total}")
+    # the compare page filters its paired cases by the new run's outcome class the same way
+    v1 = runs[1][0]
+    page.goto(f"{server}/compare/{v1.run_id}/{v2.run_id}")
+    for outcome in present:
+        expected = sorted(c.id for c in v2.cases if c.outcome == outcome)
+        option = page.locator(f"#f-outcome option[value='{outcome}']")
+        assert option.inner_text().endswith(f"({len(expected)})")
+        page.select_option("#f-outcome", outcome)
+        assert page.locator("#count").inner_text().startswith(f"{len(expected)} of {total}")
+        assert sorted(page.locator("#cases tbody tr a").all_inner_texts()) == expected[:50]
+    page.select_option("#f-outcome", "")
+    assert page.locator("#count").inner_text().startswith(f"{total} of {total}")
