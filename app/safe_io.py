@@ -223,6 +223,37 @@ def _finite_float(text: str) -> float:
     return value
 
 
+class _BadNumber:
+    """A NaN / Infinity / overflowing number, kept in place to find the field that holds it."""
+
+
+def _bad_number_field(text: str) -> str | None:
+    """The dotted path of the first NaN / Infinity / overflowing number in ``text`` (which
+    :func:`parse_json` refused); parsed again only on this error path."""
+
+    def bad_float(t: str) -> float | _BadNumber:
+        value = float(t)
+        return _BadNumber() if value != value or value in (float("inf"), float("-inf")) else value
+
+    try:
+        data = json.loads(text, parse_constant=lambda _: _BadNumber(), parse_float=bad_float)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, _BadNumber):
+            return where or "(the document)"
+        if isinstance(node, dict):
+            items = [(f"{where}.{k}" if where else str(k), v) for k, v in node.items()]
+        elif isinstance(node, list):
+            items = [(f"{where}[{i}]", v) for i, v in enumerate(node)]
+        else:
+            continue
+        stack.extend(reversed(items))  # document order
+    return None
+
+
 def parse_json(text: str, path: Path | str, *, what: str = "file") -> Any:
     """Parse JSON text strictly: errors name line and column; NaN/Infinity and nesting
     deeper than Python's recursion limit are refused, not crashed on."""
@@ -234,9 +265,11 @@ def parse_json(text: str, path: Path | str, *, what: str = "file") -> Any:
             f"fix the {what}'s JSON syntax there", line=exc.lineno,
         ) from None  # fmt: skip
     except ValueError as exc:  # NaN / Infinity / -Infinity
+        field = _bad_number_field(text)
+        where = f" (field `{field}`)" if field else ""
         raise UnsafeInput(
-            path, f"not valid JSON: {exc}", "write a finite number or null (NaN and Infinity "
-            "are not JSON)",
+            path, f"not valid JSON: {exc}{where}", "write a finite number or null (NaN and "
+            "Infinity are not JSON)",
         ) from None  # fmt: skip
     except RecursionError:
         raise UnsafeInput(path, "JSON nested too deeply", f"check the {what}") from None

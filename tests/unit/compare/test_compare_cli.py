@@ -180,3 +180,5 @@ def test_the_hostile_compare_inputs_each_change_the_report(
     res = CliRunner().invoke(compare, nan.argv[2:])
     assert isinstance(res.exception, ReportError)  # the CLI's exit 2 (test_unreadable_report…)
     assert str(res.exception).startswith(f"{nan.argv[-1]}: not valid JSON: NaN")
+    # … and names the field that holds it (the first "mean" of the file: a metric's summary)
+    assert "(field `summary.faithfulness.mean`)" in str(res.exception)
