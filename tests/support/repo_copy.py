@@ -74,3 +74,15 @@ def clean_env(copy: Path, bin_dir: Path) -> dict[str, str]:
     env["RAG_CACHE_DIR"] = str(copy / ".cache")
     env["LANG"] = env["LC_ALL"] = "C.UTF-8"
     return env
+
+
+def repo_files(root: Path) -> dict[str, bytes]:
+    """Every regular file of a repository copy by relative path (caches and links left out):
+    what a recipe test diffs to count the files a recipe changed."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file()
+        and not p.is_symlink()
+        and not {".cache", "__pycache__", ".pytest_cache"} & set(p.relative_to(root).parts)
+    }

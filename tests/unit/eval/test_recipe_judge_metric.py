@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.repo_copy import ROOT, clean_env, copy_repo, rag_shim, share_embeddings
+from tests.support.repo_copy import (
+    ROOT,
+    clean_env,
+    copy_repo,
+    rag_shim,
+    repo_files,
+    share_embeddings,
+)
 
 PAGE = ROOT / "docs" / "extending" / "add-a-judge-metric.md"
 CODE = re.compile(r'```python title="([^"]+)"\n(.*?)```', re.S)
@@ -35,16 +42,6 @@ INVENTORY_TESTS = (
     "tests/unit/llm/test_llm_offline.py::test_unknown_judge_metric",
     "tests/unit/structure",
 )
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in root.rglob("*")
-        if p.is_file()
-        and not p.is_symlink()
-        and not {".cache", "__pycache__", ".pytest_cache"} & set(p.relative_to(root).parts)
-    }
 
 
 def _expected_score(answer: str) -> float:
@@ -66,7 +63,7 @@ def test_a_judge_metric_is_a_prompt_module_one_entry_and_the_lock_line(tmp_path:
     bin_dir = tmp_path / "bin"
     rag_shim(copy, bin_dir)
     env = clean_env(copy, bin_dir)
-    before = _files(copy)
+    before = repo_files(copy)
 
     for rel, code in blocks:  # a file the page names is created, or the block appended to it
         target = copy / rel
@@ -125,7 +122,7 @@ def test_a_judge_metric_is_a_prompt_module_one_entry_and_the_lock_line(tmp_path:
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
-    after = _files(copy)
+    after = repo_files(copy)
     changed = sorted(
         rel for rel in {*before, *after} if before.get(rel) != after.get(rel) and rel in after
     )

@@ -21,7 +21,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_llm_server import FakeLLMServer
-from tests.support.repo_copy import ROOT, clean_env, copy_repo, rag_shim, share_embeddings
+from tests.support.repo_copy import (
+    ROOT,
+    clean_env,
+    copy_repo,
+    rag_shim,
+    repo_files,
+    share_embeddings,
+)
 
 PAGE = ROOT / "docs" / "extending" / "add-a-provider.md"
 CODE = re.compile(r'```python title="([^"]+)"\n(.*?)```', re.S)
@@ -29,16 +36,6 @@ SHELL = re.compile(r"```bash\n(.*?)```", re.S)
 MARKER = "# a new family: its entry above this line"
 PAGE_URL = "http://127.0.0.1:8000/v1"  # the page's example endpoint, replaced by the server's
 KEY = "mycloud-test-placeholder"  # not a key: what the server must see as the bearer token
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in root.rglob("*")
-        if p.is_file()
-        and not p.is_symlink()
-        and not {".cache", "__pycache__", ".pytest_cache"} & set(p.relative_to(root).parts)
-    }
 
 
 def _answer(body: object) -> str:
@@ -58,7 +55,7 @@ def test_an_openai_like_family_is_one_module_and_one_table_entry(tmp_path: Path)
     bin_dir = tmp_path / "bin"
     rag_shim(copy, bin_dir)
     env = {**clean_env(copy, bin_dir), "MYCLOUD_API_KEY": KEY}
-    before = _files(copy)
+    before = repo_files(copy)
 
     module, entry = blocks
     assert not (copy / module[0]).exists()
@@ -125,7 +122,7 @@ def test_an_openai_like_family_is_one_module_and_one_table_entry(tmp_path: Path)
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
-    after = _files(copy)
+    after = repo_files(copy)
     changed = sorted(
         rel for rel in {*before, *after} if before.get(rel) != after.get(rel) and rel in after
     )
