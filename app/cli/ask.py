@@ -40,6 +40,21 @@ def _read_history(path: Path) -> tuple[Message, ...]:
     return turns
 
 
+def _memory_line(memory: Any) -> str:
+    """The trace's memory row: history tokens of the budget left after the prompt, or — when
+    the prompt alone is over ``max_tokens`` — that, instead of a negative budget."""
+    if memory is None:
+        return "-"
+    tail = f"({memory.counter}), summarised pairs {memory.summarised_pairs}"
+    if memory.budget_tokens < 0:
+        return (
+            f"{memory.history_tokens} tokens of history; the prompt alone is "
+            f"{memory.prompt_tokens} tokens, over max_tokens={memory.max_tokens} by "
+            f"{-memory.budget_tokens} {tail}"
+        )
+    return f"{memory.history_tokens}/{memory.budget_tokens} tokens {tail}"
+
+
 @click.command("ask")
 @click.argument("question")
 @click.option(
@@ -171,12 +186,7 @@ def cli(
             "flags",
             f"rejected={t.rejected} uncertain={t.uncertain} invalid_citations={t.invalid_citations} injection={t.injection.action}",
         ),
-        (
-            "memory",
-            "-"
-            if t.memory is None
-            else f"{t.memory.history_tokens}/{t.memory.budget_tokens} tokens ({t.memory.counter}), summarised pairs {t.memory.summarised_pairs}",
-        ),
+        ("memory", _memory_line(t.memory)),
         ("tokens", f"in {t.tokens.input} out {t.tokens.output} calls {t.tokens.llm_calls}"),
         ("latency", f"{t.latency_ms:.0f} ms"),
     ]

@@ -71,3 +71,20 @@ def test_ask_bad_history_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     bad.write_text('[{"role": "robot", "content": "x"}]', "utf-8")
     code, _, err = _run(["ask", "年假", "--history", str(bad)], capsys)
     assert code == 2 and f"--history {bad}: history item 1 must be" in err
+
+
+def test_ask_trace_names_a_prompt_over_max_tokens_instead_of_a_negative_budget(
+    kb_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    question = ("年假出差报销住宿标准" * 400)[:4000]
+    argv = ["ask", question, "--kb", str(kb_path), "--retriever", "bm25"]
+    code, out, _ = _run([*argv, "--json"], capsys)
+    assert code == 0
+    memory = json.loads(out)["trace"]["memory"]
+    over = memory["prompt_tokens"] - memory["max_tokens"]
+    assert over > 0  # the question alone is over the budget
+    code, out, _ = _run(argv, capsys)
+    line = next(x for x in out.splitlines() if x.strip().startswith("memory"))
+    assert f"the prompt alone is {memory['prompt_tokens']} tokens" in line
+    assert f"over max_tokens={memory['max_tokens']} by {over} " in line
+    assert "/-" not in line
