@@ -42,6 +42,7 @@ TITLES = {
     "feedback": "Editor feedback on a case",
     "startup": "Start-up: the peer job to its first request",
     "embed": "Embedding a new knowledge base",
+    "kbedit": "An edited knowledge base: a cold run against BM25",
     "fresh": "A fresh clone's first run",
     "anchors": "Golden labels anchored to text",
 }
