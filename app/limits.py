@@ -52,7 +52,19 @@ LIMITS: dict[str, Limit] = {
         Limit("prompt_nesting", 20, "levels", "list/dict nesting in one prompt-module literal"),
         Limit("prompt_format_width", 1_000, "characters", "a width/precision in a `{name:spec}`"),
         Limit("toml_file_bytes", 1_000_000, "bytes", "`releases.toml` / `prompts.lock`"),
-        Limit("report_file_bytes", 500_000_000, "bytes", "one report JSON for `rag eval compare`"),
+        Limit(
+            "report_file_bytes",
+            500_000_000,
+            "bytes",
+            "one report JSON read whole (a report not in the one-case-per-line layout)",
+        ),
+        Limit(
+            "report_line_bytes",
+            200_000_000,
+            "bytes",
+            "one line of a report in the one-case-per-line layout `rag eval run` writes "
+            "(streamed: no file-size limit)",
+        ),
     )
 }
 

@@ -49,11 +49,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.errors import ReportError
 from app.eval.compare.answers import answer_delta
+from app.eval.compare.columns import CaseColumns
 from app.eval.compare.render import comparison_markdown
 from app.eval.compare.rows import (
     COST_GROUPS,
@@ -65,14 +67,12 @@ from app.eval.compare.rows import (
     RowContext,
     Tested,
     adjust_tags,
-    cases_by_id,
+    kept_pairs,
     metric_cis,
-    metric_columns,
     metric_row,
     metric_test,
     missing_row,
-    refusal_pairs,
-    tag_positions,
+    tag_positions_of,
     tag_tests,
 )
 from app.eval.compare.rulers import judge_desc, prompt_labels, ruler_differences
@@ -89,6 +89,9 @@ from app.eval.report.outcome import FAILURES
 from app.eval.report.records import MetricInfo, Report, ReportSummary
 from app.eval.report.truth import truth_differences, truth_unknowns
 from app.eval.stats import significance
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = [
     "COST_GROUPS",
@@ -138,9 +141,9 @@ def compare_reports(
 
 def compare_views(
     base: ReportSummary,
-    base_list: Sequence[CaseView],
+    base_list: Sequence[CaseView] | CaseColumns,
     new: ReportSummary,
-    new_list: Sequence[CaseView],
+    new_list: Sequence[CaseView] | CaseColumns,
     *,
     base_name: str = "base",
     new_name: str = "new",
@@ -149,7 +152,8 @@ def compare_views(
     alpha: float = significance.ALPHA,
     margins: Mapping[str, float] | None = None,
 ) -> Comparison:
-    """Compare two reports given as summary + case views (ids unique within each).
+    """Compare two reports given as summary + case views (ids unique within each), or
+    their :class:`~app.eval.compare.columns.CaseColumns`.
     ``margins``: each metric's margin of practical relevance (default: thresholds.toml)."""
     if margins is None:
         from app.eval.scoring.thresholds import load_margins
@@ -176,20 +180,60 @@ def compare_views(
         for report, name in ((base, "base"), (new, "new"))
         for d in report.meta.truth_waived
     ]
-    base_cases, new_cases = cases_by_id(base_list), cases_by_id(new_list)
-    all_paired = [cid for cid in base_cases if cid in new_cases]
-    unpaired_base = tuple(cid for cid in base_cases if cid not in new_cases)
-    unpaired_new = tuple(cid for cid in new_cases if cid not in base_cases)
+    return _compare_columns(
+        base,
+        _columns(base, base_list),
+        new,
+        _columns(new, new_list),
+        base_name=base_name,
+        new_name=new_name,
+        diffs=diffs,
+        truth=truth,
+        waived=waived,
+        alpha=alpha,
+        margins=margins,
+    )
+
+
+def _columns(summary: ReportSummary, cases: Sequence[CaseView] | CaseColumns) -> CaseColumns:
+    if isinstance(cases, CaseColumns):
+        return cases
+    return CaseColumns.of(list(summary.metrics), cases)
+
+
+def _compare_columns(
+    base: ReportSummary,
+    bc: CaseColumns,
+    new: ReportSummary,
+    nc: CaseColumns,
+    *,
+    base_name: str,
+    new_name: str,
+    diffs: list[str],
+    truth: list[str],
+    waived: list[str],
+    alpha: float,
+    margins: Mapping[str, float],
+) -> Comparison:
+    """:func:`compare_views` once the rulers are checked, over the two reports' columns
+    (:class:`~app.eval.compare.columns.CaseColumns`: no case object held)."""
+    in_new = nc.index
+    bpos_all = np.array([i for i, cid in enumerate(bc.ids) if cid in in_new], dtype=np.intp)
+    all_paired = [bc.ids[i] for i in bpos_all.tolist()]
+    npos_all = np.array([in_new[cid] for cid in all_paired], dtype=np.intp)
+    unpaired_base = tuple(cid for cid in bc.ids if cid not in in_new)
+    unpaired_new = tuple(cid for cid in nc.ids if cid not in bc.index)
     if not all_paired:
         raise ReportError(
             f"{base_name} and {new_name} share no case id; were they run on the same suite?"
         )
     # --repeat: a case unstable in either report (its outcome flipped, a score spread beyond
     # its margin) is left out of every verdict; the table says how many
-    unstable = tuple(
-        cid for cid in all_paired if _unstable(base_cases[cid]) or _unstable(new_cases[cid])
-    )
-    paired_ids = [cid for cid in all_paired if cid not in set(unstable)]
+    shaky = bc.unstable[bpos_all] | nc.unstable[npos_all]
+    unstable = tuple(all_paired[i] for i in np.flatnonzero(shaky).tolist())
+    steady = np.flatnonzero(~shaky)
+    paired_ids = [all_paired[i] for i in steady.tolist()]
+    bpos, npos = bpos_all[steady], npos_all[steady]
     if not paired_ids:
         raise ReportError(
             f"every one of the {len(all_paired)} paired case(s) is unstable across its --repeat "
@@ -203,29 +247,27 @@ def compare_views(
     # (metric, spec, pairs or None when only one report has it, derived from refused flags)
     planned: list[tuple[str, MetricInfo, MetricPairs | None, bool]] = []
     names = [*base.metrics, *(m for m in new.metrics if m not in base.metrics)]
-    columns = metric_columns(
-        paired_ids,
-        [base_cases[c].metrics for c in paired_ids],
-        [new_cases[c].metrics for c in paired_ids],
-        [m for m in names if m in base.metrics and m in new.metrics],
-    )
+    common = [m for m in names if m in base.metrics and m in new.metrics]
+    _check_nan(bc, bpos, common, base_name)
+    _check_nan(nc, npos, common, new_name)
+    columns = {
+        m: kept_pairs(paired_ids, bc.values[bpos, bc.col[m]], nc.values[npos, nc.col[m]])
+        for m in common
+    }
     for metric in names:
         spec = base.metrics.get(metric) or new.metrics[metric]
         planned.append((metric, spec, columns.get(metric), False))
         if spec.scale == "binary" and (column := columns.get(metric)) is not None:
             _check_binary(metric, column, base_name, new_name)
     if REFUSAL_RATE not in base.metrics and REFUSAL_RATE not in new.metrics:
-        refusals = refusal_pairs(base_cases, new_cases, paired_ids)
+        refusals = kept_pairs(paired_ids, bc.refused[bpos], nc.refused[npos])
         if len(refusals):
             planned.append((REFUSAL_RATE, REFUSAL_RATE_SPEC, refusals, True))
     cis = metric_cis([(m, spec, mp) for m, spec, mp, _ in planned if mp is not None])
     # identical answers (both known, not empty): a judge score that moved there is the
     # ruler moving
-    same_answer = np.array(
-        [bool(a := base_cases[c].answer) and a == new_cases[c].answer for c in paired_ids],
-        dtype=bool,
-    )
-    unmeasured = offline_reasons(base, new, paired_ids, base_cases)
+    same_answer = bc.answered[bpos] & (bc.digests[bpos] == nc.digests[npos])
+    unmeasured = offline_reasons(base, new)
     weak = weak_judge_reason(base, new)
     tested: dict[str, Tested | None] = {
         m: metric_test(spec, mp) if mp is not None else None for m, spec, mp, _ in planned
@@ -239,7 +281,7 @@ def compare_views(
     holm = dict(zip(family, significance.holm([tested[m].p for m in family]), strict=True))  # type: ignore[union-attr]
     rows: list[MetricDelta] = []
     tag_family: list[TagRegression] = []
-    by_tag = tag_positions(paired_ids, base_cases)
+    by_tag = tag_positions_of(bc.tag_codes[bpos], bc.tag_lists)
     for metric, spec, metric_pairs, derived in planned:
         if metric_pairs is None:
             rows.append(missing_row(metric, spec, "new" if metric not in base.metrics else "base"))
@@ -256,11 +298,11 @@ def compare_views(
         if not derived and why is None:  # the derived refusal rate has no tag breakdown
             tag_family.extend(tag_tests(metric, spec, metric_pairs, by_tag))
     tags = adjust_tags(tag_family, alpha)
-    judge_only = tuple(
-        cid
-        for cid, same in zip(paired_ids, same_answer.tolist(), strict=True)
-        if same and _judge_moved(base_cases[cid], new_cases[cid], base.metrics, new.metrics)
-    )
+    judges = [m for m, spec in base.metrics.items() if spec.kind == "judge" and m in new.metrics]
+    moved = np.zeros(len(paired_ids), dtype=bool)
+    for m in judges:  # NaN (undefined in either) is never "moved"
+        moved |= np.abs(bc.values[bpos, bc.col[m]] - nc.values[npos, nc.col[m]]) > 1e-12
+    judge_only = tuple(paired_ids[i] for i in np.flatnonzero(same_answer & moved).tolist())
     notes = [
         f"{name} is a partial run: only its finished cases are compared."
         for report, name in ((base, base_name), (new, new_name))
@@ -294,13 +336,17 @@ def compare_views(
         tag_regressions=tuple(tags),
         notes=tuple(notes),
         answers=answer_delta(
-            _answers_view(base, base_list),
-            _answers_view(new, new_list),
-            all_paired,
+            base.meta.model_dump(mode="json"),
+            new.meta.model_dump(mode="json"),
+            len(all_paired),
+            tuple(
+                all_paired[i]
+                for i in np.flatnonzero(bc.digests[bpos_all] != nc.digests[npos_all]).tolist()
+            ),
             base_name,
             new_name,
         ),
-        new_failures=new_failures(base_cases, new_cases, paired_ids),
+        new_failures=_new_failures(bc, nc, bpos, npos, paired_ids),
         alpha=alpha,
         unverified=unverified,
         measure_with=measure_command(base, new) if unverified else None,
@@ -357,11 +403,6 @@ def weak_judge_reason(base: ReportSummary, new: ReportSummary) -> str | None:
     )
 
 
-def _unstable(case: CaseView) -> bool:
-    record = getattr(case, "repeat", None)
-    return bool(record is not None and record.unstable)
-
-
 def repeat_notes(
     base: ReportSummary, new: ReportSummary, base_name: str = "base", new_name: str = "new"
 ) -> list[str]:
@@ -394,46 +435,6 @@ def measure_command(base: ReportSummary, new: ReportSummary) -> str:
     return f"rag eval run --suite {suite} {models} (for each side), then rag eval compare"
 
 
-def _judge_moved(
-    b: CaseView, n: CaseView, bspec: Mapping[str, MetricInfo], nspec: Mapping[str, MetricInfo]
-) -> bool:
-    """A judge score of the case differs between the two reports."""
-    for name, spec in bspec.items():
-        if spec.kind != "judge" or name not in nspec:
-            continue
-        bs, ns = b.metrics.get(name), n.metrics.get(name)
-        bv = bs.value if bs is not None else None
-        nv = ns.value if ns is not None else None
-        if bv is not None and nv is not None and abs(bv - nv) > 1e-12:
-            return True
-    return False
-
-
-def new_failures(
-    base: Mapping[str, CaseView], new: Mapping[str, CaseView], paired: Sequence[str]
-) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
-    """The paired cases whose new outcome is a failure other than their base outcome
-    (:mod:`app.eval.report.outcome`), by new outcome class; ``None`` when either report was
-    written before outcome classes."""
-    outcomes = [(cid, getattr(base[cid], "outcome", None), getattr(new[cid], "outcome", None)) for cid in paired]  # fmt: skip
-    if any(b is None or n is None for _, b, n in outcomes):
-        return None
-    by_class: dict[str, list[str]] = {}
-    for cid, b, n in outcomes:
-        if n in FAILURES and n != b:
-            by_class.setdefault(str(n), []).append(cid)
-    return tuple((o, tuple(by_class[o])) for o in FAILURES if o in by_class)
-
-
-def _answers_view(summary: ReportSummary, cases: Sequence[CaseView]) -> dict[str, object]:
-    """What :func:`answer_delta` reads of a report (its meta, each case's id and answer),
-    without dumping every case's trace and metrics (seconds and ~1 GB at 10,000 cases)."""
-    return {
-        "meta": summary.meta.model_dump(mode="json"),
-        "cases": [{"id": c.id, "answer": c.answer} for c in cases],
-    }
-
-
 def compare_files(
     base: Path,
     new: Path,
@@ -445,15 +446,15 @@ def compare_files(
 ) -> Comparison:
     """:func:`compare_views` of two report files read with the lean reader
     (:func:`app.eval.report.stream.load_lean`); the same comparison as of the full reports."""
-    from app.eval.report.stream import CompareCase, load_lean
+    from app.eval.compare.columns import read_columns
 
-    b = load_lean(base, CompareCase)
-    n = load_lean(new, CompareCase)
+    bs, bc = read_columns(base)
+    ns, nc = read_columns(new)
     return compare_views(
-        b.summary,
-        b.cases,
-        n.summary,
-        n.cases,
+        bs,
+        bc,
+        ns,
+        nc,
         base_name=str(base),
         new_name=str(new),
         allow_ruler_change=allow_ruler_change,
@@ -461,6 +462,42 @@ def compare_files(
         alpha=alpha,
         margins=margins,
     )
+
+
+def _check_nan(cols: CaseColumns, rows: NDArray[np.intp], names: Sequence[str], name: str) -> None:
+    """A NaN value (not null: a report edited or built by hand) among the compared ones."""
+    if not cols.nan_at:
+        return
+    read = set(rows.tolist())
+    wanted = {cols.col[m] for m in names}
+    for r, c in cols.nan_at:
+        if r in read and c in wanted:
+            raise ReportError(
+                f"{name}: case {cols.ids[r]!r}: {cols.names[c]} is NaN; a metric value is "
+                "NaN; an undefined value is null with a reason"
+            )
+
+
+def _new_failures(
+    bc: CaseColumns,
+    nc: CaseColumns,
+    bpos: NDArray[np.intp],
+    npos: NDArray[np.intp],
+    paired: Sequence[str],
+) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """The paired cases whose new outcome is a failure other than their base outcome
+    (:mod:`app.eval.report.outcome`), by new outcome class; ``None`` when either report was
+    written before outcome classes."""
+    b, n = bc.outcomes[bpos], nc.outcomes[npos]
+    if (b < 0).any() or (n < 0).any():
+        return None
+    by_class: dict[str, list[str]] = {}
+    bnames, nnames = bc.outcome_names, nc.outcome_names
+    for i, (bo, no) in enumerate(zip(b.tolist(), n.tolist(), strict=True)):
+        outcome = nnames[no]
+        if outcome in FAILURES and outcome != bnames[bo]:
+            by_class.setdefault(outcome, []).append(paired[i])
+    return tuple((o, tuple(by_class[o])) for o in FAILURES if o in by_class)
 
 
 def _check_binary(metric: str, column: MetricPairs, base_name: str, new_name: str) -> None:

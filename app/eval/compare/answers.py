@@ -62,21 +62,16 @@ def _base_id(pid: str) -> str:
 
 
 def answer_delta(
-    base: Mapping[str, Any],
-    new: Mapping[str, Any],
-    paired_ids: Sequence[str],
+    base_meta: Mapping[str, Any],
+    new_meta: Mapping[str, Any],
+    paired: int,
+    changed: Sequence[str],
     base_name: str = "base",
     new_name: str = "new",
 ) -> AnswerDelta:
-    """Compare two report dicts' answers on ``paired_ids`` and their prompt wording."""
-    by_base = {c.get("id"): c for c in base.get("cases") or []}
-    by_new = {c.get("id"): c for c in new.get("cases") or []}
-    changed = tuple(
-        cid
-        for cid in paired_ids
-        if (by_base[cid].get("answer") or "") != (by_new[cid].get("answer") or "")
-    )
-    bm, nm = base.get("meta") or {}, new.get("meta") or {}
+    """The answer delta of ``paired`` cases of which ``changed`` (ids) answered differently,
+    and the prompt wording of two reports' ``meta`` (JSON data)."""
+    bm, nm = base_meta, new_meta
     # pair prompts by their id without the version (system/kb_qa_v2 vs system/kb_qa_v3)
     bp_by: dict[str, set[tuple[Any, Any]]] = {}
     np_by: dict[str, set[tuple[Any, Any]]] = {}
@@ -94,8 +89,8 @@ def answer_delta(
         n for n in (unlisted_note(bm, base_name), unlisted_note(nm, new_name)) if n is not None
     )
     return AnswerDelta(
-        paired=len(paired_ids),
-        changed=changed,
+        paired=paired,
+        changed=tuple(changed),
         wording_changed=wording,
         offline_candidate=offline,
         notes=notes,

@@ -108,7 +108,7 @@ def _value_matrix(
     return values
 
 
-def _kept(ids: Sequence[str], bv: NDArray[np.float64], nv: NDArray[np.float64]) -> MetricPairs:
+def kept_pairs(ids: Sequence[str], bv: NDArray[np.float64], nv: NDArray[np.float64]) -> MetricPairs:
     """The pairs where neither value is NaN (undefined), in ``ids`` order."""
     keep = ~(np.isnan(bv) | np.isnan(nv))
     if keep.all():
@@ -127,7 +127,7 @@ def metric_columns(
     order): the cases where both reports have a defined value."""
     names = list(names)
     bv, nv = _value_matrix(base_metrics, names), _value_matrix(new_metrics, names)
-    return {name: _kept(ids, bv[:, j], nv[:, j]) for j, name in enumerate(names)}
+    return {name: kept_pairs(ids, bv[:, j], nv[:, j]) for j, name in enumerate(names)}
 
 
 def pairs(
@@ -150,24 +150,33 @@ def refusal_pairs(
     """The refused flags of both reports as 0/1 values (cases where both are known)."""
     bv = np.array([base_cases[cid].refused for cid in ids], dtype=float)  # None → NaN
     nv = np.array([new_cases[cid].refused for cid in ids], dtype=float)
-    return _kept(ids, bv, nv)
+    return kept_pairs(ids, bv, nv)
 
 
 def tag_positions(
     ids: Sequence[str], base_cases: Mapping[str, CaseView]
 ) -> dict[str, NDArray[np.intp]]:
     """Each tag of the base cases (sorted) → the positions in ``ids`` of the cases it tags
-    (ascending; a tag listed twice by a case counts that case twice): the same for every
-    metric, so computed once per comparison (cases grouped by their tag list first)."""
-    by_tags: dict[tuple[str, ...], list[int]] = {}
-    for i, cid in enumerate(ids):
-        by_tags.setdefault(tuple(base_cases[cid].tags), []).append(i)
-    by_tag: dict[str, list[list[int]]] = {}
-    for tags, positions in by_tags.items():
-        for tag in tags:
-            by_tag.setdefault(tag, []).append(positions)
+    (:func:`tag_positions_of` of the cases' tag lists)."""
+    codes: dict[tuple[str, ...], int] = {}
+    of = [codes.setdefault(tuple(base_cases[cid].tags), len(codes)) for cid in ids]
+    return tag_positions_of(np.array(of, dtype=np.int32), list(codes))
+
+
+def tag_positions_of(
+    codes: NDArray[np.int32], tag_lists: Sequence[tuple[str, ...]]
+) -> dict[str, NDArray[np.intp]]:
+    """Each tag (sorted) → the positions of the cases it tags (ascending; a tag listed twice
+    by a case counts that case twice), from each case's tag-list code into ``tag_lists``:
+    the same for every metric, so computed once per comparison."""
+    order = np.argsort(codes, kind="stable")
+    cuts = np.flatnonzero(np.diff(codes[order])) + 1
+    by_tag: dict[str, list[NDArray[np.intp]]] = {}
+    for group in np.split(order, cuts) if len(order) else []:
+        for tag in tag_lists[int(codes[group[0]])]:
+            by_tag.setdefault(tag, []).append(group.astype(np.intp))
     return {
-        tag: np.sort(np.concatenate([np.asarray(p, dtype=np.intp) for p in groups]), kind="stable")
+        tag: np.sort(np.concatenate(groups), kind="stable")
         for tag, groups in sorted(by_tag.items())
     }
 

@@ -47,8 +47,10 @@ is validated whole by :class:`ReportSummary`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -69,6 +71,7 @@ __all__ = [
     "LeanScore",
     "NotLineLayout",
     "decode_case",
+    "decode_lines",
     "iter_case_lines",
     "iter_cases",
     "line_report",
@@ -121,6 +124,10 @@ def _max_bytes() -> int:
     return limit("report_file_bytes")
 
 
+def _line_bytes() -> int:
+    return limit("report_line_bytes")
+
+
 # ---------------------------------------------------------------- one case
 
 
@@ -138,9 +145,15 @@ def _where(path: Path, line_no: int | None, index: int | None, cid: str | None) 
     return at + (f" (case {cid})" if cid else "")
 
 
-def _check_reasons(case: LeanCase | CompareCase, where: str) -> None:
+def _check_reasons(
+    case: LeanCase | CompareCase,
+    path: Path,
+    line_no: int | None = None,
+    index: int | None = None,
+) -> None:
     for name, score in case.metrics.items():
         if score.value is None and not score.reason:
+            where = _where(path, line_no, index, case.id)
             raise ReportError(
                 f"{where}: metrics/{name}: null without a reason (an undefined value must "
                 "say why); is this an eval report written by `rag eval run`?"
@@ -201,8 +214,24 @@ def decode_case(
         case: View = _DECODERS[view].decode(raw)
     except _UNDECODABLE:
         return project(typed_case(raw, path, line_no, index=index, traces=False), view)
-    _check_reasons(case, _where(path, line_no, index, case.id))
+    _check_reasons(case, path, line_no, index)
     return case
+
+
+def decode_lines(
+    path: Path, lines: Iterable[tuple[int, bytes]], view: type[View] = LeanCase
+) -> Iterator[tuple[int, View]]:
+    """:func:`decode_case` of each ``(line number, case JSON)`` of :func:`line_report`,
+    one at a time (nothing kept): ``(line number, view)``."""
+    decode = _DECODERS[view].decode
+    for line_no, raw in lines:
+        try:
+            case: View = decode(raw)
+        except _UNDECODABLE:
+            case = decode_case(raw, path, line_no, view=view)  # names the problem
+        else:
+            _check_reasons(case, path, line_no)
+        yield line_no, case
 
 
 # ---------------------------------------------------------------- the summary
@@ -222,21 +251,24 @@ def _summary(data: object, path: Path, where: str) -> ReportSummary:
         ) from None
 
 
-def _head(path: Path) -> bytes | None:
-    """The first line when it opens a line-layout report (``…,"cases":[``), else None."""
-    check_file(path, max_bytes=_max_bytes(), what="report")
+def _head(path: Path, whole: bool = True) -> bytes | None:
+    """The first line when it opens a line-layout report (``…,"cases":[``), else None.
+    ``whole``: the file will be read whole (held in memory): refused over
+    ``report_file_bytes``; streamed, each of its lines is held to ``report_line_bytes``."""
+    check_file(path, max_bytes=_max_bytes() if whole else sys.maxsize, what="report")
     with open(path, "rb") as fh:
         if fh.read(len(_HEAD_START)) != _HEAD_START:
             return None  # another layout: never read a one-line document twice
-        head = _HEAD_START + fh.readline(_max_bytes() + 1)
+        head = _HEAD_START + fh.readline(_line_bytes() + 1)
     if not head.endswith(b"\n"):
         return None
     head = head[:-1]
     return head if head.endswith(_CASES_OPEN) else None
 
 
-def _head_summary(path: Path, head: bytes) -> ReportSummary | None:
-    """The summary of a line-layout head; None when it is not schema version 2 JSON."""
+def _head_summary(path: Path, head: bytes, lean: bool = False) -> ReportSummary | None:
+    """The summary of a line-layout head; None when it is not schema version 2 JSON.
+    ``lean``: without its per-case lists (``bad_cases``, ``sent_texts``: left empty)."""
     try:  # msgspec parses strict JSON as parse_json does, into the same objects, ≈ 3× faster
         data = msgspec.json.decode(head[: -len(_CASES_OPEN)] + b"}")
     except _UNDECODABLE:
@@ -244,6 +276,8 @@ def _head_summary(path: Path, head: bytes) -> ReportSummary | None:
     if isinstance(data, dict):
         if data.get("schema_version") != SCHEMA_VERSION:
             return None
+        if lean:
+            data.update(bad_cases=[], sent_texts={})
         return _summary(data, path, f"{path}:1")
     try:
         text = head[: -len(_CASES_OPEN)].decode("utf-8") + "}"
@@ -265,10 +299,10 @@ def _not_found(path: Path, exc: UnsafeInput) -> ReportError:
     return ReportError(f"{exc}; is this an eval report?")
 
 
-def _line_summary(path: Path) -> ReportSummary | None:
+def _line_summary(path: Path, whole: bool = True) -> ReportSummary | None:
     """The summary of a report in the runner's line layout; None for any other layout."""
     try:
-        head = _head(path)
+        head = _head(path, whole)
     except UnsafeInput as exc:
         raise _not_found(path, exc) from None
     return _head_summary(path, head) if head is not None else None
@@ -277,7 +311,7 @@ def _line_summary(path: Path) -> ReportSummary | None:
 def read_summary(path: Path) -> ReportSummary:
     """The report's summary (everything but the cases) as a :class:`ReportSummary`."""
     path = Path(path)
-    summary = _line_summary(path)
+    summary = _line_summary(path, whole=False)  # the first line only
     return summary if summary is not None else load_lean(path).summary
 
 
@@ -287,13 +321,20 @@ def read_summary(path: Path) -> ReportSummary:
 def _line_cases(path: Path) -> Iterator[tuple[int, bytes]]:
     """``(line, case JSON)`` after the head line; the layout is checked as it goes (a
     comma after every case but the last, then ``]}`` and nothing but white space)."""
+    most = _line_bytes()
     with open(path, "rb", buffering=_READ_BUFFER) as fh:
-        fh.readline(_max_bytes() + 1)
+        fh.readline(most + 1)
         line_no = 1
         comma: bool | None = None  # did the previous case end with a comma (None: no case)
         ended = False
-        for line in fh:
+        for line in iter(partial(fh.readline, most + 1), b""):
             line_no += 1
+            if len(line) > most and not line.endswith(b"\n"):
+                raise ReportError(
+                    f"{path}:{line_no}: this line is over the {most:,}-byte limit for one "
+                    "line of a report (report_line_bytes; limits: docs/limits.md); is this "
+                    "an eval report?"
+                )
             if line.endswith(b",\n") and comma is not False and not ended:
                 comma = True  # the usual line: what the checks below do with it, one copy
                 yield line_no, line[:-2]
@@ -334,15 +375,19 @@ def iter_case_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     return line_report(path)[1]
 
 
-def line_report(path: Path) -> tuple[ReportSummary, Iterator[tuple[int, bytes]]]:
+def line_report(
+    path: Path, *, lean: bool = False
+) -> tuple[ReportSummary, Iterator[tuple[int, bytes]]]:
     """The summary of a line-layout report and :func:`iter_case_lines` of it (the summary
-    parsed once); :class:`NotLineLayout` for a report in another layout."""
+    parsed once); :class:`NotLineLayout` for a report in another layout. ``lean``: the
+    summary without its per-case lists (``bad_cases`` and ``sent_texts`` empty: a reader
+    that needs neither, such as ``rag eval compare``, does not hold 10,000s of them)."""
     path = Path(path)
     try:
-        head = _head(path)
+        head = _head(path, whole=False)
     except UnsafeInput as exc:
         raise _not_found(path, exc) from None
-    summary = _head_summary(path, head) if head is not None else None
+    summary = _head_summary(path, head, lean) if head is not None else None
     if summary is None:
         raise NotLineLayout(
             f"{path}: not in the one-case-per-line layout written by `rag eval run`; "
@@ -399,7 +444,7 @@ def _document(path: Path, view: type[View]) -> LeanReport[View] | None:
     try:  # one decode of the whole array; on any problem case by case, naming the case
         cases: list[View] = _LIST_DECODERS[view].decode(raw_cases)
         for i, case in enumerate(cases):
-            _check_reasons(case, _where(path, None, i, case.id))
+            _check_reasons(case, path, None, i)
     except _UNDECODABLE:
         try:
             items = msgspec.json.decode(raw_cases, type=list[msgspec.Raw])
