@@ -69,6 +69,9 @@ EXIT_CODES: dict[str, set[int]] = {
     "bench_registry.py": {0, 1},
     # compares two report files: without them it prints its usage and exits 2
     "same_report.py": {2},
+    # writes an N-case report from a source report: without one, its usage and exit 2
+    # (its output: tests/unit/compare/test_compare_streamed.py, tests/unit/view)
+    "big_report.py": {2},
 }
 
 
