@@ -132,3 +132,25 @@ def test_a_duplicate_id_in_a_streamed_report_names_its_line(smoke: Path, tmp_pat
     _write_lines(data, [*cases, cases[0]], twice)
     with pytest.raises(ReportError, match=rf"{twice}:{len(cases) + 2}: case id .* appears twice"):
         compare_files(smoke, twice)
+
+
+def test_big_report_writes_n_cases_with_unique_ids_and_a_shift_compare_finds(
+    smoke: Path, tmp_path: Path
+) -> None:
+    from scripts.big_report import write_big_report
+
+    a = write_big_report(smoke, tmp_path / "a.json", 50)
+    b = write_big_report(smoke, tmp_path / "b.json", 50, shift_every=7)
+    ra, rb = load_report(a), load_report(b)  # the typed reader accepts both
+    assert [c.id for c in ra.cases] == [f"{ra.cases[i % 8].id[:-7]}-{i:06d}" for i in range(50)]
+    assert len({c.id for c in ra.cases}) == 50 and ra.totals.cases_done == 50
+    judge = ra.judge_metrics[0]
+    moved = [
+        i
+        for i, (x, y) in enumerate(zip(ra.cases, rb.cases, strict=True))
+        if x.value(judge) != y.value(judge)
+    ]
+    assert moved and all(i % 7 == 0 for i in moved)
+    assert compare_files(a, b).to_dict() == compare_reports(
+        ra, rb, base_name=str(a), new_name=str(b)
+    ).to_dict()
