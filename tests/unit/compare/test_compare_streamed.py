@@ -151,6 +151,7 @@ def test_big_report_writes_n_cases_with_unique_ids_and_a_shift_compare_finds(
         if x.value(judge) != y.value(judge)
     ]
     assert moved and all(i % 7 == 0 for i in moved)
-    assert compare_files(a, b).to_dict() == compare_reports(
-        ra, rb, base_name=str(a), new_name=str(b)
-    ).to_dict()
+    assert (
+        compare_files(a, b).to_dict()
+        == compare_reports(ra, rb, base_name=str(a), new_name=str(b)).to_dict()
+    )
