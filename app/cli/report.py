@@ -2,7 +2,8 @@
 
 ``html`` writes the viewer's run page and the data its case table and case page are drawn
 from in the browser (:mod:`app.view.export`; the same renderer ``rag view`` uses), reading
-the report case by case (:func:`app.view.stream.read_cases`); ``md`` prints the markdown
+the report case by case (:func:`app.view.stream.read_cases`: a report in the layout ``rag eval
+run`` writes is streamed, so a 100,000-case report is written in bounded memory); ``md`` prints the markdown
 summary (:mod:`app.eval.report.render`) of :func:`app.eval.report.io.load_report`. A malformed
 report is refused with exit 2 (file, line, field).
 """
@@ -35,11 +36,11 @@ def html_cmd(report: Path, output: Path | None) -> None:
     from app.view.export import export_run
     from app.view.stream import read_cases
 
-    data = read_cases(report)
+    data = read_cases(report)  # a line-layout report: streamed while it is written
     out = output or report.with_suffix(".html")
     written = export_run(data, out)
     click.echo(
-        f"{out} (+ {len(data.cases)} cases in {out.stem}_cases/: case.html and "
+        f"{out} (+ {data.read} cases in {out.stem}_cases/: case.html and "
         f"{len(written) - 2} data files)"
     )
 

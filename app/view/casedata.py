@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +29,16 @@ from app.errors import RagError
 from app.eval.report.records import BadCase, ReportSummary
 from app.paths import kb_dir, repo_root
 
-__all__ = ["CaseLike", "Extras", "TraceLike", "case_row", "priced", "run_info", "snip"]
+__all__ = [
+    "CaseLike",
+    "Extras",
+    "RowFacts",
+    "TraceLike",
+    "case_row",
+    "priced",
+    "run_info",
+    "snip",
+]
 
 SNIPPET = 240  # characters of a question/answer carried in a table row (search + display)
 
@@ -127,6 +136,38 @@ def case_row(
         "cost": case.cost_usd,
         "latency_ms": trace.latency_ms if trace else None,
     }
+
+
+@dataclass
+class RowFacts:
+    """What the run page's filters need of its rows, gathered one row at a time (the page
+    need not hold them): the tags, difficulties and outcome classes seen, the first
+    questions (the page's language) and the number of rows."""
+
+    tags: set[str] = field(default_factory=set)
+    difficulties: set[str] = field(default_factory=set)
+    first_questions: list[str] = field(default_factory=list)
+    total: int = 0
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.tags.update(row["tags"])
+        self.difficulties.add(row["difficulty"])
+        if len(self.first_questions) < 50:
+            self.first_questions.append(row["q"])
+        self.total += 1
+
+    @classmethod
+    def of(cls, rows: Iterable[Mapping[str, Any]]) -> RowFacts:
+        facts = cls()
+        for row in rows:
+            facts.add(row)
+        return facts
+
+    @property
+    def lang(self) -> str:
+        from app.text import has_cjk
+
+        return "zh" if any(has_cjk(t) for t in self.first_questions) else "en"
 
 
 # ---------------------------------------------------------------- the run, for a case page

@@ -120,40 +120,56 @@ def _data(target: str, json_text: bytes) -> bytes:
 
 def export_run(report: StreamedReport, out: Path) -> list[Path]:
     """Write the run page and the folder its table and case page read; returns the files
-    written (the run page first)."""
+    written (the run page first). The cases are written as they are read (a line-layout
+    report is streamed: memory is one data file's cases and rows, whatever the run's size)."""
     from app.safe_io import atomic_write_text
-    from app.view.pages import _lang, case_shell, run_page_of
+    from app.view.casedata import RowFacts
+    from app.view.pages import case_shell, run_page_of
 
     folder = _case_dir(out)
     summary = report.summary
     extras = Extras(summary)
-    rows: list[dict[str, Any]] = []
+    facts = RowFacts()
     metrics = list(summary.metrics)
     url = quote(folder.name)
 
+    def rows_file(k: int, rows: list[dict[str, Any]]) -> tuple[str, bytes]:
+        target = "(window.RAG_ROWS = window.RAG_ROWS || []).push(@)"
+        return f"rows-{k}.js", _data(target, _encode(rows))
+
+    def cases_file(n: int, part: list[bytes]) -> tuple[str, bytes]:
+        target = f"(window.RAG_CASES = window.RAG_CASES || {{}})[{n}] = @"
+        return f"c-{n}.js", _data(target, b"[" + b",".join(part) + b"]")
+
     def files() -> Iterator[tuple[str, str | bytes]]:
         part: list[bytes] = []
+        rows: list[dict[str, Any]] = []
+        i = -1
         for i, case in enumerate(report.cases):
             n, cid = i // CASES_PER_FILE, case.lean.id
             href = f"{url}/case.html#{n}/{quote(cid, safe='')}"
-            rows.append(case_row(case.lean, case.trace, href, extras.bad.get(cid), metrics))
+            row = case_row(case.lean, case.trace, href, extras.bad.get(cid), metrics)
+            facts.add(row)
+            rows.append(row)
             x = _encode(extras.of(cid, case.trace))
             part.append(b'{"c":' + case.raw + b',"x":' + x + b"}")
-            if len(part) == CASES_PER_FILE or i == len(report.cases) - 1:
-                target = f"(window.RAG_CASES = window.RAG_CASES || {{}})[{n}] = @"
-                yield f"c-{n}.js", _data(target, b"[" + b",".join(part) + b"]")
+            if len(part) == CASES_PER_FILE:
+                yield cases_file(n, part)
                 part = []
-        for k in range(0, max(len(rows), 1), ROWS_PER_FILE):
-            target = "(window.RAG_ROWS = window.RAG_ROWS || []).push(@)"
-            yield f"rows-{k // ROWS_PER_FILE}.js", _data(target, _encode(rows[k : k + ROWS_PER_FILE]))  # fmt: skip
+            if len(rows) == ROWS_PER_FILE:
+                yield rows_file(i // ROWS_PER_FILE, rows)
+                rows = []
+        if part:
+            yield cases_file(i // CASES_PER_FILE, part)
+        if rows or i < 0:  # an empty run: one empty rows file, as the page expects one
+            yield rows_file(max(i, 0) // ROWS_PER_FILE, rows)
         info = _encode(run_info(summary, f"../{quote(out.name)}"))
         yield "run.js", _data("window.RAG_RUN = @", info)
-        lang = _lang([r["q"] for r in rows])
-        yield "case.html", case_shell(summary, f"../{quote(out.name)}", "./", lang)
+        yield "case.html", case_shell(summary, f"../{quote(out.name)}", "./", facts.lang)
 
     written = _write_folder(folder, files())
     row_files = [f"{url}/{p.name}" for p in written if p.name.startswith("rows-")]
-    atomic_write_text(out, run_page_of(summary, rows, rows_src=row_files))
+    atomic_write_text(out, run_page_of(summary, (), rows_src=row_files, facts=facts))
     return [out, *written]
 
 

@@ -27,7 +27,7 @@ from app.eval.report.records import CaseResult, Report, ReportSummary
 from app.eval.report.render import _VERDICT_MARK, bars, cost_text
 from app.eval.report.status import status_line
 from app.text import has_cjk
-from app.view.casedata import Extras, case_row, priced, run_info
+from app.view.casedata import Extras, RowFacts, case_row, priced, run_info
 from app.view.diff import word_diff
 from app.view.model import RunEntry, _direction, compare_rows, fmt_num, run_row
 
@@ -133,31 +133,38 @@ def run_page_of(
     rows: Sequence[Mapping[str, Any]],
     home: str | None = None,
     rows_src: Sequence[str] = (),
+    facts: RowFacts | None = None,
+    rows_url: str | None = None,
 ) -> str:
     """The run page: summary, verdicts, distributions, and the case table over ``rows``
-    (:func:`app.view.casedata.case_row`) — embedded, or read from the scripts ``rows_src``
-    (the static export: the page does not inline 10,000 rows)."""
-    tags = sorted({t for row in rows for t in row["tags"]})
-    diffs = sorted({row["difficulty"] for row in rows})
+    (:func:`app.view.casedata.case_row`) — embedded; or read from the scripts ``rows_src``
+    (the static export: the page does not inline 10,000 rows); or asked page by page from
+    ``rows_url`` (``rag view``: filtered, sorted and paged by the server,
+    :mod:`app.view.index`). ``facts``: the rows' tags, difficulties, language and number
+    when ``rows`` is not given (:class:`app.view.casedata.RowFacts`)."""
+    facts = facts or RowFacts.of(rows)
     spec: dict[str, Any] = {"kind": "run", "metrics": list(summary.metrics), "priced": priced(summary), "page": 50}  # fmt: skip
     if rows_src:
-        spec["total"] = len(rows)
+        spec["total"] = facts.total
+    if rows_url:
+        spec["rows_url"] = rows_url
+        spec["total"] = facts.total
     # the outcome classes (a report written before them has none: no filter, no column)
     outcomes = [(o, LABELS.get(o, o), n) for o, n in summary.outcomes.items()]
     if outcomes:
         spec["outcomes"] = {o: label for o, label, _ in outcomes}
     return _render(
         "run.html",
-        lang=_lang([row["q"] for row in rows]),
+        lang=facts.lang,
         home=home,
         r=summary,
         status=status_line(summary),
         cost=cost_text(summary.totals),
-        tags=tags,
-        difficulties=diffs,
+        tags=sorted(facts.tags),
+        difficulties=sorted(facts.difficulties),
         outcomes=outcomes,
         metric_names=list(summary.metrics),
-        rows_json="" if rows_src else json_script(rows),
+        rows_json="" if rows_src or rows_url else json_script(rows),
         rows_src=rows_src,
         spec_json=json_script(spec),
     )

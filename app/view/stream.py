@@ -8,12 +8,15 @@ written (carried to the browser unchanged, no re-serialisation) and the few trac
 the table and the case page's extras use (:class:`TraceBits`) — and the report-wide rules
 :class:`~app.eval.report.records.Report` checks (unique ids, every sent text present).
 
-A file in another layout (one line, indented) is read whole; schema version 1 through
+A line-layout report is streamed: its cases are read as the export writes them (memory: one
+case and the ids seen, whatever the number of cases). A file in another layout (one line,
+indented) is read whole; schema version 1 through
 :func:`app.eval.report.io.load_report` (converted), its cases dumped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,7 +76,10 @@ class Case:
 @dataclass
 class StreamedReport:
     summary: ReportSummary
-    cases: list[Case]  # file order
+    #: file order; a line-layout report's are read (and checked) as they are iterated, once:
+    #: nothing but the case in hand and the ids seen so far is held
+    cases: Iterable[Case]
+    read: int = 0  # the cases iterated so far
 
 
 def _bits(raw: bytes, where: str) -> TraceBits | None:
@@ -113,21 +119,29 @@ def _raw_cases(path: Path) -> list[bytes] | None:
 
 
 def read_cases(path: Path) -> StreamedReport:
-    """The summary and every case of the report at ``path`` (module docstring); any
-    problem is a :class:`ReportError` (exit 2)."""
+    """The summary and the cases of the report at ``path`` (module docstring): a line-layout
+    report's streamed (iterate ``cases`` once), another layout's read whole. Any problem is
+    a :class:`ReportError` (exit 2), raised when the case holding it is reached."""
     path = Path(path)
-    seen: set[str] = set()
-    cases: list[Case] = []
     try:
         summary, lines = line_report(path)
     except NotLineLayout:
         return _whole(path)
+    report = StreamedReport(summary, ())
+    report.cases = _streamed(path, summary, lines, report)
+    return report
+
+
+def _streamed(
+    path: Path, summary: ReportSummary, lines: Iterator[tuple[int, bytes]], into: StreamedReport
+) -> Iterator[Case]:
+    seen: set[str] = set()
     for n, raw in lines:
         where = f"{path}:{n}"
         case = Case(raw, decode_case(raw, path, n), _bits(raw, where))
         _check(where, case, seen, summary.sent_texts)
-        cases.append(case)
-    return StreamedReport(summary, cases)
+        into.read += 1
+        yield case
 
 
 def _whole(path: Path) -> StreamedReport:
@@ -144,4 +158,4 @@ def _whole(path: Path) -> StreamedReport:
         one = Case(raw, case, _bits(raw, where))
         _check(where, one, seen, lean.summary.sent_texts)
         cases.append(one)
-    return StreamedReport(lean.summary, cases)
+    return StreamedReport(lean.summary, cases, len(cases))
