@@ -36,6 +36,7 @@ import base64
 import binascii
 import codecs
 import functools
+import hashlib
 import re
 import tomllib
 import unicodedata
@@ -47,6 +48,7 @@ from typing import Any
 
 from app.text.analyser import CJK_CLASS
 from app.text.normalise import collapse_spaces, nfkc, strip_invisible
+from app.text.segcache import Kept
 
 __all__ = ["SIGNALS_PATH", "Finding", "Signal", "SignalSet", "load_signals", "scan", "views"]
 
@@ -183,10 +185,22 @@ class Signal:
     family: str
     name: str
     weight: float
-    regex: re.Pattern[str]
+    #: the regex source, macros expanded (compiled by :attr:`regex` on first use)
+    pattern: str
     #: strings one of which every match of ``regex`` contains (:func:`required_literals`);
     #: a view holding none of them cannot match, so it is not searched. None: no such set
     needs: frozenset[str] | None = None
+    _compiled: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        """The compiled pattern, compiled when a view first needs it searched (most texts
+        are benign: most signals' regexes are never run in a process)."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = re.compile(self.pattern)
+            object.__setattr__(self, "_compiled", compiled)
+        return compiled
 
 
 _MAX_NEEDS = 64  # a longer list of strings costs more to test than it saves
@@ -348,7 +362,10 @@ class SignalFileError(ValueError):
 
 
 def load_signals(path: Path = SIGNALS_PATH) -> SignalSet:
-    """Read and compile the signal file; every problem names the signal."""
+    """Read the signal file; every problem names the signal. A pattern is compiled here the
+    first time this machine sees it (a bad one is an error now, not at a scan), its needed
+    strings kept (:func:`_kept_needs`); a pattern seen before is compiled at its first
+    search."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     macros: dict[str, str] = {str(k): str(v) for k, v in data.get("macros", {}).items()}
 
@@ -361,22 +378,48 @@ def load_signals(path: Path = SIGNALS_PATH) -> SignalSet:
         return _MACRO.sub(sub, pattern)
 
     signals: list[Signal] = []
+    kept = _kept_needs()
     for entry in data.get("signal", []):
         name = str(entry.get("name", "?"))
         try:
-            regex = re.compile(expand(str(entry["pattern"]), name))
-            signals.append(
-                Signal(
-                    str(entry["family"]),
-                    name,
-                    float(entry["weight"]),
-                    regex,
-                    required_literals(regex.pattern),
-                )
-            )
-        except (KeyError, re.error, TypeError) as exc:
+            pattern = expand(str(entry["pattern"]), name)
+            family, weight = str(entry["family"]), float(entry["weight"])
+            known = kept.get(_pattern_key(pattern))
+            if known is not None:  # compiled and read in an earlier process: valid
+                needs = frozenset(known) or None
+                signals.append(Signal(family, name, weight, pattern, needs))
+                continue
+            regex = re.compile(pattern)
+            needs = required_literals(pattern)
+            kept.put(_pattern_key(pattern), tuple(sorted(needs or ())))
+            signals.append(Signal(family, name, weight, pattern, needs, regex))
+        except (KeyError, re.error, TypeError, ValueError) as exc:
             raise SignalFileError(f"{path}: signal {name}: {exc}") from None
     return SignalSet(float(data["threshold"]), float(data["family_cap"]), tuple(signals))
+
+
+def _is_needs(value: object) -> bool:
+    return isinstance(value, tuple) and all(isinstance(x, str) and x for x in value)
+
+
+@functools.cache
+def _kept_needs() -> Kept:
+    """Each pattern's :func:`required_literals` (``()`` for None), kept per machine
+    (:class:`~app.text.segcache.Kept`) under a digest of the pattern: reading 87 patterns'
+    parse trees and compiling them cost ≈ 70 ms of every run's start. The file's name
+    carries a digest of this module's source (the code that computes the strings) and the
+    Python version (whose parser reads the patterns), so a change to either is a new file,
+    never a stale answer. A pattern kept there compiled when it was stored, so it is
+    compiled again only when a view is searched with it."""
+    import sys
+
+    h = hashlib.sha256(f"{sys.version_info[:3]} {_MAX_NEEDS}\n".encode())
+    h.update(Path(__file__).read_bytes())
+    return Kept(f"rag-signal-needs-{h.hexdigest()[:16]}", _is_needs)
+
+
+def _pattern_key(pattern: str) -> str:
+    return hashlib.blake2b(pattern.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 @functools.cache
