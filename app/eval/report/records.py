@@ -56,7 +56,11 @@ class Record(BaseModel):
     # a NaN that got in anyway (a free-form field) is written as the constant NaN, so the
     # writers' check finds it, never as a silent null
     model_config = ConfigDict(
-        frozen=True, extra="forbid", allow_inf_nan=False, ser_json_inf_nan="constants"
+        frozen=True,
+        extra="forbid",
+        allow_inf_nan=False,
+        ser_json_inf_nan="constants",
+        defer_build=True,  # validators built at first use, after the first request leaves
     )
 
 

@@ -69,7 +69,8 @@ def now_ts() -> str:
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)  # logs grow fields over time
+    # logs grow fields over time; validators built at first use, not at import
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     @field_validator("ts", check_fields=False)
     @classmethod

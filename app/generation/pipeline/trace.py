@@ -26,7 +26,8 @@ AnswerMode = Literal["no_hits", "refusal", "strict", "assisted", "injection_refu
 class _Record(BaseModel):
     # a NaN is written as the JSON constant NaN (which the report writers refuse), never as
     # a silent null
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+    # validators built at first use (a run's first case), not at import
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants", defer_build=True)
 
 
 class RetrievedChunk(_Record):
