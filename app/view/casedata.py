@@ -148,6 +148,7 @@ class RowFacts:
     difficulties: set[str] = field(default_factory=set)
     first_questions: list[str] = field(default_factory=list)
     total: int = 0
+    lang_of: str | None = None  # the language when known already (a stored index's)
 
     def add(self, row: Mapping[str, Any]) -> None:
         self.tags.update(row["tags"])
@@ -167,6 +168,8 @@ class RowFacts:
     def lang(self) -> str:
         from app.text import has_cjk
 
+        if self.lang_of is not None:
+            return self.lang_of
         return "zh" if any(has_cjk(t) for t in self.first_questions) else "en"
 
 

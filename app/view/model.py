@@ -1,7 +1,8 @@
 """What the viewer shows, computed from typed reports (:func:`app.eval.report.io.load_report`).
 
-* :class:`RunStore` — the runs in a folder (``eval_*.json``), each read once per file
-  change; an unreadable file is listed with its error, never skipped silently.
+* :class:`RunStore` — the runs in a folder (``eval_*.json``), each one's summary read once
+  per file change (the cases only when a page needs them: a run page through its index,
+  :mod:`app.view.index`); an unreadable file is listed with its error, never skipped silently.
 * :func:`compare_rows` — the compact rows the compare page's case table filters, searches,
   sorts and pages through in the browser (a run's rows and one case's page data are
   :mod:`app.view.casedata`'s).
@@ -17,13 +18,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.errors import RagError
-from app.eval.report.records import Report
+from app.eval.report.records import Report, ReportSummary
 from app.eval.report.render import cost_text
 from app.eval.report.status import status_line
 from app.view.casedata import snip
+
+if TYPE_CHECKING:
+    from app.view.index import RunIndex
 
 __all__ = ["RunEntry", "RunStore", "case_file_name", "compare_rows", "fmt_cost", "fmt_num"]
 
@@ -52,38 +56,54 @@ def case_file_name(case_id: str) -> str:
 class RunEntry:
     key: str  # the run id (the file stem when two files carry the same id)
     path: Path
-    report: Report | None
+    summary: ReportSummary | None  # everything but the cases (a line-layout report: line 1)
     error: str | None = None
+    _report: Report | None = field(default=None, repr=False)
 
     @property
     def created_at(self) -> str:
-        return self.report.created_at if self.report else ""
+        return self.summary.created_at if self.summary else ""
+
+    @property
+    def report(self) -> Report | None:
+        """The whole typed report, read on first use (the compare pages, a case page of a
+        report not in the line layout): ``None`` when the summary could not be read."""
+        if self.summary is None:
+            return None
+        if self._report is None:
+            from app.eval.report.io import load_report
+
+            self._report = load_report(self.path)
+        return self._report
 
 
 @dataclass
 class RunStore:
     folder: Path
-    _cache: dict[Path, tuple[float, RunEntry]] = field(default_factory=dict)
+    _cache: dict[Path, tuple[tuple[float, int], RunEntry]] = field(default_factory=dict)
+    _indexes: dict[Path, tuple[tuple[float, int], RunIndex]] = field(default_factory=dict)
 
     def entries(self) -> list[RunEntry]:
-        """Every ``eval_*.json`` under the folder, newest first (re-read when changed)."""
-        from app.eval.report.io import load_report
+        """Every ``eval_*.json`` under the folder, newest first (re-read when changed). Only
+        each report's summary is read: a report in the runner's line layout, its first line."""
+        from app.eval.report.stream import read_summary
 
         out: list[RunEntry] = []
         seen: set[str] = set()
         files = sorted(self.folder.rglob("eval_*.json")) if self.folder.is_dir() else []
         for path in files:
-            mtime = path.stat().st_mtime
+            st = path.stat()
+            stamp = (st.st_mtime, st.st_size)
             cached = self._cache.get(path)
-            if cached is None or cached[0] != mtime:
+            if cached is None or cached[0] != stamp:
                 try:
-                    report: Report | None = load_report(path)
-                    entry = RunEntry(key="", path=path, report=report)
+                    entry = RunEntry(key="", path=path, summary=read_summary(path))
                 except RagError as exc:
-                    entry = RunEntry(key="", path=path, report=None, error=str(exc))
-                self._cache[path] = (mtime, entry)
+                    entry = RunEntry(key="", path=path, summary=None, error=str(exc))
+                self._cache[path] = (stamp, entry)
+                self._indexes.pop(path, None)
             entry = self._cache[path][1]
-            key = entry.report.run_id if entry.report else path.stem
+            key = entry.summary.run_id if entry.summary else path.stem
             entry.key = key if key not in seen else path.stem
             seen.add(entry.key)
             out.append(entry)
@@ -93,10 +113,23 @@ class RunStore:
     def get(self, key: str) -> RunEntry | None:
         return next((e for e in self.entries() if e.key == key), None)
 
+    def index(self, entry: RunEntry) -> RunIndex:
+        """The case index of the entry's report (:mod:`app.view.index`): read from the cache
+        on disk, else built by one pass over the report; kept in memory per file version."""
+        from app.view.index import open_index
+
+        st = entry.path.stat()
+        stamp = (st.st_mtime, st.st_size)
+        held = self._indexes.get(entry.path)
+        if held is None or held[0] != stamp:
+            held = (stamp, open_index(entry.path))
+            self._indexes[entry.path] = held
+        return held[1]
+
 
 def run_row(entry: RunEntry) -> dict[str, Any]:
     """One line of the runs list."""
-    r = entry.report
+    r = entry.summary
     if r is None:
         return {"key": entry.key, "path": str(entry.path), "error": entry.error}
     meta = r.meta

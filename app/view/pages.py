@@ -175,14 +175,21 @@ def case_page(report: Report, case_id: str, back: str, home: str | None = None) 
     case = report.case(case_id)
     if case is None:
         return None
-    payload = {"c": case.model_dump(mode="json"), "x": Extras(report).of(case.id, case.trace)}
+    return case_page_of(report, case, back, home)
+
+
+def case_page_of(
+    summary: ReportSummary, case: CaseResult, back: str, home: str | None = None
+) -> str:
+    """:func:`case_page` of one case read alone (the run's summary, not all its cases)."""
+    payload = {"c": case.model_dump(mode="json"), "x": Extras(summary).of(case.id, case.trace)}
     return _render(
         "case.html",
         lang=_lang([case.question]),
         home=home,
         back=back,
-        run_id=report.run_id,
-        info=json_script(run_info(report, back, home)),
+        run_id=summary.run_id,
+        info=json_script(run_info(summary, back, home)),
         payload=json_script(payload),
     )
 

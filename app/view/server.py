@@ -4,7 +4,8 @@
 Routes (ids URL-quoted)::
 
     /                                   runs in DIR
-    /run/<run>                          one run: summary + case table
+    /run/<run>                          one run: summary + case table (rows asked page by page)
+    /run/<run>/rows?sort=…&page=…       one page of its case rows, filtered and sorted (JSON)
     /run/<run>/case/<case>              one case
     /compare/<base>/<new>               delta table + per-case changes
     /compare/<base>/<new>/case/<case>   both answers side by side, word diff
@@ -17,12 +18,13 @@ gets 403), never in a frame.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from app.errors import RagError, UserError
 from app.local_http import HOST, host_ok, security_headers
@@ -34,7 +36,8 @@ __all__ = ["make_server", "serve"]
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-    "img-src data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+    "connect-src 'self'; img-src data:; form-action 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'"
 )
 
 
@@ -52,6 +55,33 @@ class Viewer:
         self.store = RunStore(folder)
         self.prompts_root = prompts_root
         self.answer_log = answer_log
+
+    def respond(self, path: str) -> tuple[int, str, str]:
+        """``(status, body, content type)``: a page, or a run's rows as JSON."""
+        url = urlsplit(path)
+        parts = [unquote(p) for p in url.path.split("/") if p]
+        if len(parts) == 3 and parts[0] == "run" and parts[2] == "rows":
+            status, body = self._rows(parts[1], dict(parse_qsl(url.query)))
+            return status, body, "application/json; charset=utf-8"
+        status, html = self.page(path)
+        return status, html, "text/html; charset=utf-8"
+
+    def _rows(self, key: str, query: dict[str, str]) -> tuple[int, str]:
+        entry = self.store.get(key)
+        if entry is None or entry.summary is None:
+            return HTTPStatus.NOT_FOUND, json.dumps({"error": "no such run"})
+        try:
+            page = self.store.index(entry).page(query, lambda cid: f"/run/{q(key)}/case/{q(cid)}")
+        except RagError as exc:
+            return HTTPStatus.UNPROCESSABLE_ENTITY, json.dumps({"error": str(exc)})
+        body = {
+            "rows": page.rows,
+            "shown": page.shown,
+            "total": page.total,
+            "page": page.page,
+            "pages": page.pages,
+        }
+        return HTTPStatus.OK, json.dumps(body, ensure_ascii=False)
 
     def page(self, path: str) -> tuple[int, str]:
         parts = [unquote(p) for p in urlsplit(path).path.split("/") if p]
@@ -89,16 +119,35 @@ class Viewer:
                 return trend_page(self.store.entries(), lambda k: f"/run/{q(k)}", home="/")
             case ["run", key]:
                 entry = self.store.get(key)
-                if entry is None or entry.report is None:
+                if entry is None or entry.summary is None:
                     return None
-                r = entry.report
-                href = {c.id: f"/run/{q(key)}/case/{q(c.id)}" for c in r.cases}
-                return pages.run_page(r, href, home="/")
+                from app.view import index as run_index
+
+                index = self.store.index(entry)  # built once per report version, on disk
+                if index.total <= run_index.EMBED_ROWS:  # embedded: filtered in the browser
+                    rows = index.all_rows(lambda cid: f"/run/{q(key)}/case/{q(cid)}")
+                    return pages.run_page_of(entry.summary, rows, home="/")
+                return pages.run_page_of(
+                    entry.summary, (), home="/", facts=index.facts,
+                    rows_url=f"/run/{q(key)}/rows",
+                )  # fmt: skip
             case ["run", key, "case", cid]:
                 entry = self.store.get(key)
-                if entry is None or entry.report is None:
+                if entry is None or entry.summary is None:
                     return None
-                return pages.case_page(entry.report, cid, back=f"/run/{q(key)}", home="/")
+                back = f"/run/{q(key)}"
+                index = self.store.index(entry)
+                if index.line_layout:  # that one line of the report is read
+                    from app.eval.report.stream import typed_case
+
+                    raw = index.case_line(cid)
+                    if raw is None:
+                        return None
+                    case = typed_case(raw, entry.path)
+                    return pages.case_page_of(entry.summary, case, back=back, home="/")
+                if entry.report is None:
+                    return None
+                return pages.case_page(entry.report, cid, back=back, home="/")
             case ["compare", a, b, *rest]:
                 ea, eb = self.store.get(a), self.store.get(b)
                 if ea is None or eb is None or ea.report is None or eb.report is None:
@@ -145,11 +194,12 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                     HTTPStatus.FORBIDDEN,
                     _message("wrong host", "this viewer answers only to its own 127.0.0.1 address"),
                 )
+                kind = "text/html; charset=utf-8"
             else:
-                status, html = viewer.page(self.path)
+                status, html, kind = viewer.respond(self.path)
             body = clean(html).encode("utf-8")  # not valid Unicode: U+FFFD (app/wellformed.py)
             self.send_response(status)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             for name, value in security_headers(CSP):

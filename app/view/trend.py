@@ -51,9 +51,9 @@ def _when(created_at: str) -> datetime:
 
 def trend_data(entries: Sequence[RunEntry]) -> Trend:
     trend = Trend()
-    runs = sorted((e for e in entries if e.report), key=lambda e: _when(e.created_at))
+    runs = sorted((e for e in entries if e.summary), key=lambda e: _when(e.created_at))
     for entry in runs:
-        r = entry.report
+        r = entry.summary
         assert r is not None
         if r.meta.shard is not None:
             trend.shards_left_out.append(entry.key)

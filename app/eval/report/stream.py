@@ -77,6 +77,7 @@ __all__ = [
     "line_report",
     "load_lean",
     "project",
+    "read_case_at",
     "read_summary",
     "typed_case",
 ]
@@ -318,17 +319,21 @@ def read_summary(path: Path) -> ReportSummary:
 # ---------------------------------------------------------------- the cases
 
 
-def _line_cases(path: Path) -> Iterator[tuple[int, bytes]]:
+def _line_cases(path: Path, offsets: list[int] | None = None) -> Iterator[tuple[int, bytes]]:
     """``(line, case JSON)`` after the head line; the layout is checked as it goes (a
-    comma after every case but the last, then ``]}`` and nothing but white space)."""
+    comma after every case but the last, then ``]}`` and nothing but white space).
+    ``offsets``: gets the byte offset in the file of each case line yielded."""
     most = _line_bytes()
     with open(path, "rb", buffering=_READ_BUFFER) as fh:
-        fh.readline(most + 1)
+        end = len(fh.readline(most + 1))  # the offset just after the line read
         line_no = 1
         comma: bool | None = None  # did the previous case end with a comma (None: no case)
         ended = False
         for line in iter(partial(fh.readline, most + 1), b""):
             line_no += 1
+            start, end = end, end + len(line)
+            if offsets is not None:
+                offsets.append(start)  # (a line that is not a case is taken back below)
             if len(line) > most and not line.endswith(b"\n"):
                 raise ReportError(
                     f"{path}:{line_no}: this line is over the {most:,}-byte limit for one "
@@ -340,6 +345,8 @@ def _line_cases(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield line_no, line[:-2]
                 continue
             body = line.rstrip(b"\r\n")
+            if offsets is not None and (ended or body == b"]}" or (line_no == 2 and body == b"")):
+                offsets.pop()  # not a case line
             if ended:
                 if body.strip():
                     raise ReportError(f"{path}:{line_no}: text after the report's closing ]}}")
@@ -376,12 +383,14 @@ def iter_case_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def line_report(
-    path: Path, *, lean: bool = False
+    path: Path, *, lean: bool = False, offsets: list[int] | None = None
 ) -> tuple[ReportSummary, Iterator[tuple[int, bytes]]]:
     """The summary of a line-layout report and :func:`iter_case_lines` of it (the summary
     parsed once); :class:`NotLineLayout` for a report in another layout. ``lean``: the
     summary without its per-case lists (``bad_cases`` and ``sent_texts`` empty: a reader
-    that needs neither, such as ``rag eval compare``, does not hold 10,000s of them)."""
+    that needs neither, such as ``rag eval compare``, does not hold 10,000s of them).
+    ``offsets``: gets each case line's byte offset in the file as the cases are read (where
+    :func:`read_case_at` finds it again)."""
     path = Path(path)
     try:
         head = _head(path, whole=False)
@@ -393,7 +402,19 @@ def line_report(
             f"{path}: not in the one-case-per-line layout written by `rag eval run`; "
             "read it with load_lean / load_report"
         )
-    return summary, _line_cases(path)
+    return summary, _line_cases(path, offsets)
+
+
+def read_case_at(path: Path, offset: int) -> tuple[bytes, int]:
+    """The JSON of the case whose line starts at byte ``offset`` of a line-layout report
+    (:func:`line_report`'s ``offsets``) and its line's length; the caller checks it is the
+    case it expects (the file may have changed)."""
+    most = _line_bytes()
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        line = fh.readline(most + 1)
+    body = line.rstrip(b"\r\n")
+    return (body[:-1] if body.endswith(b",") else body), len(line)
 
 
 def iter_cases(path: Path, view: type[View] = LeanCase) -> Iterator[View]:

@@ -1,7 +1,9 @@
 // rag view: filter, search, sort and page the case rows — embedded in the page as JSON
 // (rag view) or read from the rows-<n>.js files beside it (the static export, where each
 // file pushes its rows onto window.RAG_ROWS). All rows are filtered and sorted; 50 are in
-// the DOM at a time. Rows are rendered with textContent only: a case's text is never
+// the DOM at a time. A large run served by rag view (spec.rows_url) embeds none: each page
+// is asked of the server, which filters, searches and sorts by the same rules
+// (app/view/index.py). Rows are rendered with textContent only: a case's text is never
 // parsed as HTML.
 "use strict";
 (function () {
@@ -10,8 +12,9 @@
   if (!spec_el) return;
   const spec = JSON.parse(spec_el.textContent);
   const parsed = (v) => (typeof v === "string" ? JSON.parse(v) : v);  // see export._data
-  const rows = data ? JSON.parse(data.textContent) : [].concat(...(window.RAG_ROWS || []).map(parsed));
-  if (spec.total !== undefined && rows.length !== spec.total) {
+  const remote = spec.rows_url || null;
+  const rows = remote ? [] : data ? JSON.parse(data.textContent) : [].concat(...(window.RAG_ROWS || []).map(parsed));
+  if (!remote && spec.total !== undefined && rows.length !== spec.total) {
     const warn = document.createElement("p");
     warn.className = "warn";
     warn.textContent = "only " + rows.length + " of the run's " + spec.total + " case rows could be read: a rows-<n>.js file beside this page is missing";
@@ -76,13 +79,41 @@
     const s = Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3);
     return signed && v > 0 ? "+" + s : s;
   }
+  let asked = 0;  // the latest page asked of the server: an older answer is dropped
+  function query() {
+    const f = (id) => ($(id) ? $(id).value : "");
+    const p = new URLSearchParams({
+      tag: f("f-tag"), difficulty: f("f-difficulty"), verdict: f("f-verdict"),
+      outcome: f("f-outcome"), metric: f("f-metric"), min: f("f-min"), max: f("f-max"),
+      q: f("f-search"), sort: state.sort, dir: String(state.dir), page: String(state.page),
+    });
+    return remote + "?" + p.toString();
+  }
   function render() {
+    if (remote) {
+      const mine = ++asked;
+      document.getElementById("cases").dataset.state = "loading";
+      fetch(query(), { headers: { Accept: "application/json" } })
+        .then((r) => r.json())
+        .then((res) => {
+          if (mine !== asked) return;
+          if (res.error) { $("count").textContent = "cannot list the cases: " + res.error; return; }
+          state.page = res.page;
+          draw(res.rows, res.shown, res.total, res.pages);
+          document.getElementById("cases").dataset.state = "ready";
+        })
+        .catch((err) => { if (mine === asked) $("count").textContent = "cannot list the cases: " + err; });
+      return;
+    }
     state.shown = rows.filter(keep).sort(cmp);
     const pages = Math.max(1, Math.ceil(state.shown.length / PAGE));
     state.page = Math.min(state.page, pages - 1);
     const start = state.page * PAGE;
+    draw(state.shown.slice(start, start + PAGE), state.shown.length, rows.length, pages);
+  }
+  function draw(list, shown, total, pages) {
     tbody.replaceChildren();
-    state.shown.slice(start, start + PAGE).forEach((row, i) => {
+    list.forEach((row, i) => {
       const tr = document.createElement("tr");
       tr.tabIndex = 0;
       tr.dataset.href = row.href;
@@ -114,7 +145,7 @@
       tbody.appendChild(tr);
       if (i === state.sel) tr.classList.add("sel");
     });
-    $("count").textContent = state.shown.length + " of " + rows.length + " cases · page " + (state.page + 1) + "/" + pages;
+    $("count").textContent = shown + " of " + total + " cases · page " + (state.page + 1) + "/" + pages;
     $("prev").disabled = state.page === 0;
     $("next").disabled = state.page >= pages - 1;
   }
