@@ -45,6 +45,7 @@ TITLES = {
     "kbedit": "An edited knowledge base: a cold run against BM25",
     "fresh": "A fresh clone's first run",
     "anchors": "Golden labels anchored to text",
+    "readers": "Reading a 100,000-case report: compare, viewer, HTML",
 }
 
 

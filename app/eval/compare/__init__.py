@@ -446,10 +446,9 @@ def compare_files(
 ) -> Comparison:
     """:func:`compare_views` of two report files read with the lean reader
     (:func:`app.eval.report.stream.load_lean`); the same comparison as of the full reports."""
-    from app.eval.compare.columns import read_columns
+    from app.eval.compare.columns import read_both
 
-    bs, bc = read_columns(base)
-    ns, nc = read_columns(new)
+    (bs, bc), (ns, nc) = read_both(base, new)
     return compare_views(
         bs,
         bc,

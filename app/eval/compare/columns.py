@@ -14,6 +14,7 @@ the pairing. At 100,000 cases that is a few MB per report, whatever the cases' t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,9 +36,12 @@ if TYPE_CHECKING:
 
     from app.eval.compare.rows import CaseView
 
-__all__ = ["CaseColumns", "read_columns"]
+__all__ = ["CaseColumns", "read_both", "read_columns"]
 
 _CHUNK = 4096  # cases gathered as Python values before they become arrays
+#: two reports of more bytes than this together are read side by side, the base's in a child
+#: process (each reading is Python computing: one core each)
+PARALLEL_BYTES = 200_000_000
 _NONE = -1  # the code of "no outcome" (a report written before outcome classes)
 
 
@@ -196,3 +200,37 @@ def read_columns(path: Path) -> tuple[ReportSummary, CaseColumns]:
     for line_no, case in decode_lines(path, lines, CompareCase):
         cols.add(case, line_no)
     return summary, cols.finish()
+
+
+def read_both(
+    base: Path, new: Path
+) -> tuple[tuple[ReportSummary, CaseColumns], tuple[ReportSummary, CaseColumns]]:
+    """:func:`read_columns` of both reports: side by side on two cores when they are large
+    (:data:`PARALLEL_BYTES`; the base's columns come back from a forked child), else one after
+    the other. Errors as in order: the base's first."""
+    try:
+        size = Path(base).stat().st_size + Path(new).stat().st_size
+    except OSError:
+        size = 0  # read_columns names what is wrong
+    if size <= PARALLEL_BYTES or (os.cpu_count() or 1) < 2 or "fork" not in _methods():
+        return read_columns(base), read_columns(new)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        first = pool.submit(read_columns, base)
+        try:
+            second: tuple[ReportSummary, CaseColumns] | None = read_columns(new)
+            failed: ReportError | None = None
+        except ReportError as exc:
+            second, failed = None, exc
+        got = first.result()  # the base's error, when it has one, first
+    if failed is not None or second is None:
+        raise failed or ReportError(f"{new}: could not be read")
+    return got, second
+
+
+def _methods() -> list[str]:
+    import multiprocessing
+
+    return multiprocessing.get_all_start_methods()

@@ -155,3 +155,20 @@ def test_big_report_writes_n_cases_with_unique_ids_and_a_shift_compare_finds(
         compare_files(a, b).to_dict()
         == compare_reports(ra, rb, base_name=str(a), new_name=str(b)).to_dict()
     )
+
+
+def test_two_large_reports_are_read_side_by_side_with_the_same_result_and_errors(
+    smoke: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new = _other(smoke, tmp_path / "new.json")
+    one_by_one = compare_files(smoke, new).to_dict()
+    monkeypatch.setattr(columns_mod, "PARALLEL_BYTES", 0)  # both "large": the base in a child
+    assert compare_files(smoke, new).to_dict() == one_by_one
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(smoke.read_bytes()[:-4])  # no closing ]}
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(smoke.read_bytes().replace(b'"id":', b'"id":7,"x":', 1))  # line 2
+    with pytest.raises(ReportError, match=rf"{cut}:.*ends before its closing"):
+        compare_files(cut, bad)  # both refused: the base's error, as read one after the other
+    with pytest.raises(ReportError, match=rf"{bad}:2"):
+        compare_files(smoke, bad)
