@@ -399,7 +399,13 @@ def open_index(report: Path) -> RunIndex:
     A report that cannot be read raises :class:`~app.errors.ReportError`."""
     folder = index_dir(report)
     if not (folder / "meta.json").is_file():
-        build(report, folder)
+        try:
+            build(report, folder)
+        except OSError as exc:
+            raise ReportError(
+                f"{report}: its viewer index cannot be written in {folder.parent} ({exc}); "
+                "free some space there or make the reports folder writable"
+            ) from None
     try:
         return RunIndex(folder, report)
     except (OSError, ValueError, KeyError) as exc:  # a damaged cache: rebuilt once
