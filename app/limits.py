@@ -65,6 +65,13 @@ LIMITS: dict[str, Limit] = {
             "one line of a report in the one-case-per-line layout `rag eval run` writes "
             "(streamed: no file-size limit)",
         ),
+        Limit(
+            "report_cases",
+            2_000_000,
+            "cases",
+            "cases in one report read as a stream (`rag eval compare`, `rag view`, "
+            "`rag report html`)",
+        ),
     )
 }
 

@@ -324,6 +324,7 @@ def _line_cases(path: Path, offsets: list[int] | None = None) -> Iterator[tuple[
     comma after every case but the last, then ``]}`` and nothing but white space).
     ``offsets``: gets the byte offset in the file of each case line yielded."""
     most = _line_bytes()
+    last = limit("report_cases") + 1  # the head line, then one line per case
     with open(path, "rb", buffering=_READ_BUFFER) as fh:
         end = len(fh.readline(most + 1))  # the offset just after the line read
         line_no = 1
@@ -334,6 +335,11 @@ def _line_cases(path: Path, offsets: list[int] | None = None) -> Iterator[tuple[
             start, end = end, end + len(line)
             if offsets is not None:
                 offsets.append(start)  # (a line that is not a case is taken back below)
+            if line_no > last and not ended and line.rstrip(b"\r\n") != b"]}":
+                raise ReportError(
+                    f"{path}:{line_no}: more than {last - 1:,} cases, the limit for one report "
+                    "(report_cases; limits: docs/limits.md); split the run into shards"
+                )
             if len(line) > most and not line.endswith(b"\n"):
                 raise ReportError(
                     f"{path}:{line_no}: this line is over the {most:,}-byte limit for one "

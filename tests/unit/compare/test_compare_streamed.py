@@ -172,3 +172,15 @@ def test_two_large_reports_are_read_side_by_side_with_the_same_result_and_errors
         compare_files(cut, bad)  # both refused: the base's error, as read one after the other
     with pytest.raises(ReportError, match=rf"{bad}:2"):
         compare_files(smoke, bad)
+
+
+def test_a_report_over_the_case_limit_is_refused_naming_the_line(
+    smoke: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.eval.report.stream as report_stream
+
+    monkeypatch.setattr(report_stream, "limit", lambda name: 5 if name == "report_cases" else 10**9)
+    with pytest.raises(ReportError, match=rf"{smoke}:7: more than 5 cases.*report_cases"):
+        compare_files(smoke, smoke)
+    monkeypatch.setattr(report_stream, "limit", lambda name: 8 if name == "report_cases" else 10**9)
+    assert compare_files(smoke, smoke).paired == 8  # exactly at the limit: read
