@@ -7,7 +7,11 @@ Two runs of the real ``rag eval run`` (a subprocess each, ``--no-cache``) over t
 1. the **fault-free** twin (same answers, no faults): the time and request baseline;
 2. the **chaos** run, issue 12's mix, seeded: 10 % 429 with ``Retry-After: 1``, 5 % 500,
    2 % hangs (past ``--timeout``), 2 % malformed judge JSON, 1 % bad bodies (HTML, ``null``
-   message, cut JSON, no choices, wrong content type, …).
+   message, cut JSON, no choices, wrong content type, …). Each request's fault is keyed by
+   the request (its body and how many times that body came before), not by arrival order:
+   the same requests get the same faults in every run, so two commits that send the same
+   requests get the same counts (up to a call that gives up after 4 failed attempts, which
+   depends on which of several identical requests drew them).
 
 Both use the same settings: ``--concurrency 16 --timeout 1``, 0.1 s server latency (so the
 timeout is 10× a normal answer). Printed: crashes (exit code other than 0/1, or a
@@ -118,6 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         ),
         ("differ from fault-free", got.differs, "0", got.differs == 0),
         ("malformed judge replies scored", got.scored_malformed, "0", got.scored_malformed == 0),
+        (
+            "errored by judge reply+repair",
+            got.errored_malformed_twice,
+            "(reported)",
+            True,
+        ),
         (
             "extra requests",
             f"{extra} (+{extra / max(1, calm_stats['requests']):.1%})",

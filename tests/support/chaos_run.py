@@ -33,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER = Path(__file__).with_name("chaos_server.py")
 SUITE = "chaos"
 _SCRUB = ("RAG_", "LANGFUSE_", "OPENAI_", "ANTHROPIC_")
+#: in a judge sample's error when its reply and the repair's were both malformed
+#: (app.eval.scoring.judges.judge_sample)
+_MALFORMED_TWICE = "; after repair: "
 
 
 def shipped_cases() -> list[dict[str, Any]]:
@@ -173,6 +176,7 @@ class Outcome:
     crashes: int = 0
     lost: int = 0
     errored: int = 0
+    errored_malformed_twice: int = 0  # of which: a judge reply and its repair both malformed
     cases: int = 0
     judge_samples: int = 0
     scored_malformed: int = 0  # judge samples whose score is not the server's one score
@@ -213,6 +217,7 @@ def outcome(
     for cid, case in cases.items():
         if case["errors"]:
             out.errored += 1
+            out.errored_malformed_twice += any(_MALFORMED_TWICE in e for e in case["errors"])
             out.details.append(f"{cid}: errored: {case['errors'][0][:300]}")
             continue
         for name, m in case["metrics"].items():

@@ -1,6 +1,7 @@
 """A fault-injecting OpenAI-compatible server on 127.0.0.1: issue 12's nightly mix, seeded.
 
-Per request, drawn from a seeded RNG in arrival order (defaults = issue 12's mix):
+Per request, drawn from a seeded RNG keyed by the request's identity — its body and how many
+times that body came before — never by arrival order (defaults = issue 12's mix):
 
 ======================  =====  ================================================================
 fault                   share  what the client sees
@@ -18,6 +19,14 @@ Everything else gets a deterministic answer (:func:`chaos_responder`): a judge r
 judge reply would show a score other than 4 — a QA request a scripted answer per question,
 anything else (a query rewrite) the rewrite prompt's JSON. A fault-free server
 (``FaultMix.none()``) gives the same answers, so two runs can be compared case for case.
+
+Why by identity: with one RNG drawn in arrival order, which request gets which fault depends
+on the client's timing (16 requests in flight, retries, the machine's load), so the same code
+gave 6 to 13 errored cases of 1,000 on the same seed, and two commits could not be compared.
+Keyed by (seed, body digest, occurrence of that body), the k-th attempt with a given body
+draws the same fault in every run: a retry or a repair is a new draw (another occurrence or
+another body), and identical requests (a judge's samples, a repeated case) share one
+sequence of fates whichever of them arrives first.
 
 In-process: ``with chaos_server(seed=1) as server:``. Out of process (the benchmark)::
 
@@ -118,21 +127,33 @@ def chaos_responder(body: Any) -> str:
     )
 
 
+def request_identity(body: Any) -> str:
+    """The digest of a request body (canonical JSON): what a fault draw is keyed by."""
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class FaultChooser:
-    """Picks a fault (or none) per request from a seeded RNG; counts what it injected."""
+    """Picks a fault (or none) per request, seeded by the request's identity (the module
+    docstring); counts what it injected."""
 
     def __init__(self, mix: FaultMix, seed: int) -> None:
         self.mix = mix
-        self._rng = random.Random(seed)
+        self.seed = seed
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
+        self._seen: Counter[str] = Counter()  # body digest -> attempts with it so far
         self._bad_kinds = sorted(BAD_BODIES)
 
     def __call__(self, number: int, body: Any) -> Action | None:
         m = self.mix
+        identity = request_identity(body)
         with self._lock:
-            u = self._rng.random()
-            pick = self._rng.randrange(1 << 30)
+            occurrence = self._seen[identity]
+            self._seen[identity] += 1
+            rng = random.Random(f"{self.seed}:{identity}:{occurrence}")
+            u = rng.random()
+            pick = rng.randrange(1 << 30)
             kind: str | None = None
             edge = 0.0
             for name in ("rate_limited", "server_error", "hang", "bad_body"):
