@@ -8,7 +8,7 @@ Rows (targets from issue 14; ratio = measured ÷ target, ≤ 1 meets it):
 * ``rag eval compare`` of two 10,000-case reports (the run's report and a copy with a
   deterministic shift of some judge scores): time and peak RSS;
 * ``rag report html`` of the 10,000-case report, and of a 10,000-case report made of an
-  offline smoke run's cases repeated (no 10,000-case run needed);
+  offline smoke run's cases repeated (``scripts/big_report.py``: no 10,000-case run needed);
 * a warm rerun of smoke with every answer cached (whole process; provider calls = 0): the
   offline providers are not cacheable, so candidate and judge are the fake OpenAI server
   (``tests/support/chaos_server.py --no-faults``), whose request counter must not move;
@@ -140,21 +140,6 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def repeated_copy(src: Path, dest: Path, n: int) -> None:
-    """A report of ``n`` cases: ``src``'s cases repeated with new ids (its bad cases too), for
-    ``rag report html`` at scale without running ``n`` cases first."""
-    data = json.loads(src.read_text(encoding="utf-8"))
-    cases, bad = data["cases"], {b["id"]: b for b in data["bad_cases"]}
-    data["cases"], data["bad_cases"] = [], []
-    for i in range(n):
-        case = dict(cases[i % len(cases)])
-        old, case["id"] = case["id"], f"{case['id']}-{i:05d}"
-        data["cases"].append(case)
-        if old in bad:
-            data["bad_cases"].append({**bad[old], "id": case["id"]})
-    dest.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-
-
 _SECTION = [""]  # the row an indented row belongs to, for the benchmarks page
 
 
@@ -244,8 +229,9 @@ def main() -> int:
             [RAG, "eval", "run", "--suite", "smoke", *limit, "--quiet", "--out", str(smoke_out)],
             env,
         )
-        big = t / "repeated.json"
-        repeated_copy(next(smoke_out.glob("eval_*.json")), big, args.cases)
+        from scripts.big_report import write_big_report
+
+        big = write_big_report(next(smoke_out.glob("eval_*.json")), t / "repeated.json", args.cases)
         secs, _, _ = timed([RAG, "report", "html", str(big), "-o", str(t / "rep.html")], env)
         row(
             f"rag report html of a {args.cases}-case report ({smoke} cases repeated)",
