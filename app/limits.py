@@ -56,7 +56,8 @@ LIMITS: dict[str, Limit] = {
             "report_file_bytes",
             500_000_000,
             "bytes",
-            "one report JSON read whole (a report not in the one-case-per-line layout)",
+            "one report JSON read whole (any report not in the one-case-per-line layout; "
+            "`rag report md`, the viewer's compare pages)",
         ),
         Limit(
             "report_line_bytes",
