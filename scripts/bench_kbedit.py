@@ -18,7 +18,7 @@ texts it embeds. Row: the median over rounds of wall(dense) ÷ wall(bm25), targe
 the CPU ratio (user + sys of the run's process) and the number of texts each dense run
 embedded are printed beside it (CPU time is what to compare on a loaded machine).
 
-    python scripts/bench_kbedit.py [--rounds 3] [--limit N] [--strict]
+    python scripts/bench_kbedit.py [--rounds 3] [--limit N] [--docs N] [--strict]
 """
 
 from __future__ import annotations
@@ -78,15 +78,18 @@ class Run:
     embedded: int
 
 
-def edited_copy(dest: Path) -> int:
+def edited_copy(dest: Path, limit: int | None = None) -> int:
     """The sample knowledge base under ``dest/sample`` with :data:`SENTENCE` appended to the
-    last paragraph of every document; returns the number of documents edited."""
+    last paragraph of every document (of the first ``limit`` ones, in path order, when
+    given); returns the number of documents edited."""
     target = dest / KB.name
     shutil.copytree(KB, target)
     n = 0
     for file in sorted(target.rglob("*.md")):
         if file.name.upper() == "README.MD":
             continue
+        if limit is not None and n >= limit:
+            break
         text = file.read_text(encoding="utf-8").rstrip("\n")
         file.write_text(f"{text}{SENTENCE}\n", encoding="utf-8")
         n += 1
@@ -124,12 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; median judged")
     ap.add_argument("--limit", type=int, default=None, help="run only N cases (a quick check)")
+    ap.add_argument("--docs", type=int, default=None, help="edit only N documents (a quick check)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
     print(f"load average (1/5/15 min) at start {load()} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="bench-kbedit-") as name:
         tmp = Path(name)
-        docs = edited_copy(tmp / "kb")
+        docs = edited_copy(tmp / "kb", args.docs)
         env = child_env(tmp / "cache")
         base = [sys.executable, "-c", _CHILD, "eval", "run", "--suite", "smoke"]
         base += ["--kb", str(tmp / "kb" / KB.name), "--gate", "red-lines", "--no-cache"]
@@ -167,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     row(
         "kbedit",
-        f"cold smoke run after a sentence is appended to every KB document ({docs}; "
+        f"cold smoke run after a sentence is appended to "
+        f"{'every KB document' if args.docs is None else 'only some KB documents'} ({docs}; "
         f"{embedded:.0f} texts embedded) ÷ the same run with `--retriever bm25` (median of "
         f"{len(dense_runs)} rounds; CPU ratio {cpu:.2f}×)",
         f"≤ {TARGET_RATIO}×",

@@ -54,7 +54,7 @@ CHEAP_ARGS: dict[str, list[str]] = {
     "bench_anchors.py": ["--rounds", "1"],
     "bench_fresh.py": ["--limit", "5"],
     "bench_readers.py": ["--cases", "300"],
-    "bench_kbedit.py": ["--limit", "5", "--rounds", "1"],
+    "bench_kbedit.py": ["--limit", "5", "--docs", "3", "--rounds", "1"],
     "ship_vectors.py": ["--check"],  # a rewrite: tests/unit/retrieval/test_shipped_vectors.py
     # needs a pull request and a token (tests/unit/workflows/test_approvals.py): its start only
     "check_approvals.py": ["--help"],
