@@ -45,7 +45,14 @@ LIMITS: dict[str, Limit] = {
         Limit("vars_file_bytes", 2_000_000, "bytes", "the `rag prompts render --vars-file` file"),
         Limit("variable_chars", 100_000, "characters", "one `rag prompts render --var` value"),
         Limit("dataset_line_bytes", 256_000, "bytes", "one JSONL line of a dataset"),
-        Limit("dataset_file_bytes", 50_000_000, "bytes", "one dataset file"),
+        Limit(
+            "dataset_file_bytes",
+            50_000_000,
+            "bytes",
+            "one dataset file read whole (the editor, new versions); "
+            "`rag datasets check` and `rag eval run` read it line by line",
+        ),
+        Limit("dataset_cases", 1_000_000, "cases", "one dataset file"),
         Limit("prompt_file_bytes", 512_000, "bytes", "one prompt module"),
         Limit("kb_file_bytes", 5_000_000, "bytes", "one knowledge-base document (`*.md`)"),
         Limit("prompt_concat_terms", 200, "terms", "`+` terms in one prompt-module literal"),

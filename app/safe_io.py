@@ -54,6 +54,7 @@ __all__ = [
     "is_dir",
     "list_files",
     "load_json",
+    "open_regular",
     "read_bytes",
     "read_text",
     "replacing",
@@ -163,6 +164,31 @@ def read_bytes(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
             path, f"grew past the {max_bytes:,}-byte limit while being read", "give a stable file"
         )
     return data
+
+
+def open_regular(path: Path, *, what: str = "file") -> BinaryIO:
+    """A regular file opened for reading in binary, for a reader that streams it (a dataset
+    read line by line: its limits are per line and per case, not the file's size). The same
+    refusals as :func:`read_bytes` but the size: not found, a loop, a directory, a FIFO,
+    socket or device (checked with ``stat`` and again on the open descriptor)."""
+    _stat_checked(path, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise UnsafeInput(
+            path, f"cannot be read ({exc.strerror})", "check the file's permissions"
+        ) from None
+    kind = _kind(os.fstat(fd).st_mode)
+    if kind is not None:  # swapped between stat and open
+        os.close(fd)
+        raise UnsafeInput(path, f"is {kind}, not a {what}", f"give a regular {what}")
+    return os.fdopen(fd, "rb", buffering=1 << 20)
+
+
+def _stat_checked(path: Path, what: str) -> None:
+    kind = _kind(_stat(path, what).st_mode)
+    if kind is not None:
+        raise UnsafeInput(path, f"is {kind}, not a {what}", f"give the path of a regular {what}")
 
 
 def decode(data: bytes, path: Path | str) -> str:

@@ -28,18 +28,19 @@ from pathlib import Path
 
 from app.errors import DatasetError
 from app.eval.datasets.anchors import Broken, report_broken, resolve_labels, unlisted_anchors
-from app.eval.datasets.case import FILE_NAME_RE, Case, iter_lines, parse_file_name
+from app.eval.datasets.case import FILE_NAME_RE, parse_file_name
 from app.eval.datasets.changes import check_changed_since
 from app.eval.datasets.fields import check_fields
 from app.eval.datasets.hints import Place
+from app.eval.datasets.index import CaseIndex
 from app.eval.datasets.issues import CheckResult, Issue, Sink, display, show
-from app.eval.datasets.lines import parse_line, split_lines
+from app.eval.datasets.lines import parse_line, raw_lines_of, read_lines, stream_lines
 from app.eval.datasets.meaning import check_meaning
 from app.eval.datasets.messages import Lang, resolve_lang
 from app.limits import case_problems, limit
 from app.paths import datasets_dir, kb_dir
 from app.retrieval.kb import KnowledgeBase, load_kb
-from app.safe_io import UnsafeInput, is_dir, list_files, read_bytes
+from app.safe_io import UnsafeInput, is_dir, list_files, open_regular
 
 __all__ = [
     "CheckResult",
@@ -76,46 +77,80 @@ class Checker:
         """Remember the ids of files that are not checked (so ids stay unique across suites)."""
         for path in paths:
             try:
-                data = read_bytes(path, max_bytes=limit("dataset_file_bytes"), what="dataset file")
-                text = data.decode("utf-8")
-            except (UnsafeInput, UnicodeDecodeError):
+                stream = open_regular(path, what="dataset file")
+            except UnsafeInput:
                 continue
             suite, shown = suite_of(path), display(path)
-            for number, line in iter_lines(text):
-                try:
-                    obj = json.loads(line)
-                except (ValueError, RecursionError):
-                    continue
-                case_id = obj.get("id") if isinstance(obj, dict) else None
-                if isinstance(case_id, str) and case_id not in self.seen_ids:
-                    self.seen_ids[case_id] = (suite, f"{shown}:{number}")
+            with stream:
+                for number, (_, raw, _) in enumerate(stream_lines(stream), start=1):
+                    try:
+                        obj = json.loads(raw) if raw is not None else None
+                    except (ValueError, RecursionError):
+                        continue
+                    case_id = obj.get("id") if isinstance(obj, dict) else None
+                    if isinstance(case_id, str) and case_id not in self.seen_ids:
+                        self.seen_ids[case_id] = (suite, f"{shown}:{number}")
 
     def check_file(self, path: Path) -> None:
+        """Check one file, read line by line (memory holds one line and the index of the
+        valid cases, :class:`~app.eval.datasets.index.CaseIndex`, kept in ``result.loaded``)."""
         shown = display(path)
         sink = Sink(shown, self.result)
-        try:  # special files, loops and oversized files are refused before reading
-            data = read_bytes(path, max_bytes=limit("dataset_file_bytes"), what="dataset file")
+        try:  # special files and loops are refused before reading
+            stream = open_regular(path, what="dataset file")
         except UnsafeInput as exc:
             sink.add_text(exc.line, "", exc.problem, exc.fix, code="unreadable")
             self.result.fatal = True
             return
         if FILE_NAME_RE.match(path.name) is None:
             sink.add(None, "", "file-name", code="file-name", name=repr(path.name))
-        cases: list[Case] = []
-        self.check_data(sink, data, suite_of(path), into=cases)
-        self.result.loaded[os.path.realpath(path)] = (hashlib.sha256(data).hexdigest(), cases)
+        hasher = hashlib.sha256()
+        index = CaseIndex(path, kb=self.kb)
+        try:
+            with stream:
+                lines = read_lines(stream_lines(stream, hasher), sink)
+                self.check_lines(sink, lines, suite_of(path), index=index)
+        except OSError as exc:
+            sink.add_text(
+                None, "", f"cannot be read ({exc.strerror})", "check the file", code="unreadable"
+            )
+            self.result.fatal = True
+            return
+        index.sha256 = hasher.hexdigest()
+        self.result.loaded[os.path.realpath(path)] = index
 
-    def check_data(
-        self, sink: Sink, data: bytes, suite: str, *, into: list[Case] | None = None
+    def check_data(self, sink: Sink, data: bytes, suite: str) -> None:
+        """Check the bytes of one file of ``suite`` (reported under ``sink.file``)."""
+        self.check_lines(sink, read_lines(raw_lines_of(data), sink), suite)
+
+    def check_lines(
+        self,
+        sink: Sink,
+        lines: Iterable[tuple[int, int, str]],
+        suite: str,
+        *,
+        index: CaseIndex | None = None,
     ) -> None:
-        """Check the bytes of one file of ``suite`` (reported under ``sink.file``); its
-        valid cases are appended to ``into``."""
+        """Check the lines (number, byte offset, text) of one file of ``suite``; its valid
+        cases are added to ``index``. More than ``dataset_cases`` lines holding a case stop
+        the check with an error (a bound on what a run of the file may hold)."""
         self.result.files.setdefault(sink.file, 0)
         in_file: dict[str, int] = {}
-        for number, text in split_lines(data, sink):
+        most = limit("dataset_cases")
+        for number, offset, text in lines:
             obj = parse_line(sink, number, text)
             if obj is None:
                 continue
+            if self.result.files[sink.file] >= most:
+                sink.add_text(
+                    number,
+                    "",
+                    f"more than {most:,} cases in one file (dataset_cases)",
+                    "split the file into several datasets (limits: docs/limits.md)",
+                    code="limit",
+                )
+                self.result.fatal = True
+                return
             self.result.files[sink.file] += 1
             for fld, problem, fix in case_problems(obj, text):  # limits, lone surrogates
                 if "lone surrogate" in problem:
@@ -135,8 +170,8 @@ class Checker:
             if self.kb is not None and obj.get("anchors"):  # labels follow their passage
                 obj, broken = resolve_labels(obj, self.kb)
             case = check_fields(sink, number, obj)
-            if case is not None and into is not None:
-                into.append(case)
+            if case is not None and index is not None:
+                index.add(case, number, offset)
             self.check_id(sink, number, obj.get("id"), suite, in_file)
             check_meaning(sink, number, obj, self.kb, gone={b.chunk_id for b in broken})
             for b in broken:

@@ -50,9 +50,9 @@ class CheckResult:
     lang: Lang = "en"
     #: where the expert writes the cases ("jsonl", "editor" or "sheet"): hints match it
     place: Place = "jsonl"
-    #: real path of each file checked -> (SHA-256 of its bytes, its valid cases in line
-    #: order): what ``rag eval run`` loads, so a dataset is read and validated once
-    loaded: dict[str, tuple[str, list[Any]]] = field(default_factory=dict, repr=False)
+    #: each checked file's valid cases as an index (app.eval.datasets.index.CaseIndex), by
+    #: real path: the run reads its cases through it instead of parsing the file twice
+    loaded: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def errors(self) -> list[Issue]:

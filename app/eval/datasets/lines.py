@@ -10,14 +10,14 @@ object is an error.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 from app.eval.datasets.issues import Sink, type_name
 from app.eval.datasets.messages import PUNCTUATION
 from app.limits import limit
 
-__all__ = ["parse_line", "split_lines"]
+__all__ = ["RawLine", "parse_line", "raw_lines_of", "read_lines", "split_lines", "stream_lines"]
 
 _JSON_KEYS = (
     "Expecting property name",
@@ -31,21 +31,78 @@ _JSON_KEYS = (
 )
 
 
-def split_lines(data: bytes, sink: Sink) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, text)`` for each non-blank line that is UTF-8 text.
+#: a line of a file: its byte offset, its bytes without the ``\n`` (None: over
+#: ``dataset_line_bytes``, not read into memory) and its length in bytes
+RawLine = tuple[int, bytes | None, int]
 
-    Reports a BOM, CRLF, blank lines (warnings), an empty file (warning) and bytes that are
-    not UTF-8 (error; the result is marked fatal).
-    """
+
+def raw_lines_of(data: bytes) -> Iterator[RawLine]:
+    """The lines of ``data`` held in memory (the editor's text), as :func:`stream_lines`
+    gives those of a file."""
     raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()  # the newline that ends the last line
-    if not raw_lines:
-        sink.add(None, "", "empty-file", code="empty-file", severity="warning")
-        return
+    offset = 0
+    for raw in raw_lines:
+        yield offset, raw, len(raw)
+        offset += len(raw) + 1
+
+
+def stream_lines(stream: IO[bytes], hasher: Any = None) -> Iterator[RawLine]:
+    """The lines of a file read one at a time (``hasher.update`` sees every byte): memory
+    holds one line, and a line over ``dataset_line_bytes`` is skipped unread (its length
+    is counted) — a hostile file cannot make the reader hold more than one line."""
+    cap = limit("dataset_line_bytes") + 5  # a BOM, a CR and the newline do not count
+    offset = 0
+    while True:
+        raw = stream.readline(cap)
+        if not raw:
+            return
+        if hasher is not None:
+            hasher.update(raw)
+        size = len(raw)
+        if raw.endswith(b"\n"):
+            yield offset, raw[:-1], size - 1
+            offset += size
+            continue
+        if size < cap:  # the last line, without a newline
+            yield offset, raw, size
+            return
+        ended = False
+        while not ended:  # over the limit: count the rest of the line, hold none of it
+            more = stream.readline(1 << 20)
+            if not more:
+                break
+            if hasher is not None:
+                hasher.update(more)
+            ended = more.endswith(b"\n")
+            size += len(more)
+        yield offset, None, size - 1 if ended else size
+        offset += size
+
+
+def split_lines(data: bytes, sink: Sink) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` for each non-blank line of ``data`` that is UTF-8
+    text (:func:`read_lines`)."""
+    for number, _, text in read_lines(raw_lines_of(data), sink):
+        yield number, text
+
+
+def read_lines(lines: Iterable[RawLine], sink: Sink) -> Iterator[tuple[int, int, str]]:
+    """Yield ``(line number, byte offset, text)`` for each non-blank line that is UTF-8 text.
+
+    Reports a BOM, CRLF, blank lines (warnings), an empty file (warning), bytes that are
+    not UTF-8 (error; the result is marked fatal) and a line over ``dataset_line_bytes``.
+    """
     crlf_reported = False
     blank: list[int] = []
-    for number, raw in enumerate(raw_lines, start=1):
+    blanks = 0
+    number = 0
+    cap = limit("dataset_line_bytes")
+    for number, (offset, raw, size) in enumerate(lines, start=1):
+        if raw is None:  # over the limit, not read
+            sink.add(number, "", "line-too-long", code="line-too-long", size=size, cap=cap)
+            continue
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
             sink.add(1, "", "bom", code="bom", severity="warning")
@@ -61,15 +118,19 @@ def split_lines(data: bytes, sink: Sink) -> Iterator[tuple[int, str]]:
             sink.result.fatal = True
             continue
         if not text.strip():
-            blank.append(number)
+            blanks += 1
+            if len(blank) <= 10:  # the first ones are named; a file of blank lines holds none
+                blank.append(number)
             continue
-        if len(raw) > limit("dataset_line_bytes"):
-            cap = limit("dataset_line_bytes")
+        if len(raw) > cap:
             sink.add(number, "", "line-too-long", code="line-too-long", size=len(raw), cap=cap)
             continue
-        yield number, text
+        yield number, offset, text
+    if number == 0:
+        sink.add(None, "", "empty-file", code="empty-file", severity="warning")
+        return
     if blank:
-        where = ", ".join(str(n) for n in blank[:10]) + (" …" if len(blank) > 10 else "")
+        where = ", ".join(str(n) for n in blank[:10]) + (" …" if blanks > 10 else "")
         sink.add(blank[0], "", "blank-line", code="blank-line", severity="warning", where=where)
 
 

@@ -84,7 +84,7 @@ class PipelineFactory:
                 out[key], by[key] = value, name
         return out
 
-    def preflight(self, cases: Sequence[Case] | None = None) -> None:
+    def preflight(self, cases: Iterable[Case] | None = None) -> None:
         """Render every prompt the run may render — the pipeline's planned prompts for the
         candidate (for the languages of the ``cases`` that carry history; all languages when
         ``cases`` is None) and every judge prompt for the judge — before the first provider
@@ -227,15 +227,15 @@ class PipelineFactory:
             self._pipeline = Pipeline(cfg, self.engine, kb=self.kb, registry=self.registry)
         return self._pipeline
 
-    def prefetch_queries(self, cases: Sequence[Case]) -> int:
-        """Embed, in this process, the questions of the single-turn ``cases`` (the query the
+    def prefetch_queries(self, questions: Iterable[str]) -> int:
+        """Embed, in this process, the ``questions`` of the single-turn cases (the query the
         retriever is asked for: the question itself) that the vector cache does not hold,
         so that worker processes find them there (:mod:`app.eval.run.workers`); 0 without a
         dense retriever. A multi-turn case's rewritten query is embedded where it runs."""
         prefetch = getattr(self.pipeline().retriever, "prefetch", None)
         if prefetch is None:
             return 0
-        done: int = prefetch([c.question.strip() for c in cases if not c.history])
+        done: int = prefetch(q.strip() for q in questions)
         return done
 
     def chunk_acl(self) -> dict[str, tuple[str, ...]]:

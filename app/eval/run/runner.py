@@ -30,7 +30,6 @@ import logging
 import os
 import secrets
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,7 +38,8 @@ from typing import Any
 
 from app.errors import ConfigError, DatasetError
 from app.eval.config import RunConfig, parse_shard
-from app.eval.datasets.case import Case, Suite, load_dataset_file, load_suite, suite_of_file
+from app.eval.datasets.case import Case, Suite, load_suite
+from app.eval.datasets.index import CaseIndex, CaseQueue
 from app.eval.report.io import build_summary, load_report, write_report_rows
 from app.eval.report.records import (
     CandidateInfo,
@@ -161,9 +161,11 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
 
 
-def load_run_dataset(config: RunConfig) -> Suite:
+def open_run_dataset(config: RunConfig) -> CaseIndex:
     """The run's dataset: ``--dataset FILE`` or the suite (newest unless ``--dataset-version``),
-    checked first like ``rag datasets check`` against the run's KB (an error is exit 2)."""
+    checked first like ``rag datasets check`` against the run's KB (an error is exit 2),
+    line by line: what the run keeps is the index of the valid cases
+    (:class:`~app.eval.datasets.index.CaseIndex`), each case read again when it is taken."""
     from app.eval.datasets.check import check_paths
 
     if config.dataset_path:
@@ -180,11 +182,17 @@ def load_run_dataset(config: RunConfig) -> Suite:
         raise DatasetError(
             f"{path}: the dataset does not pass `rag datasets check`:\n{shown}{more}"
         )
-    # the cases the check validated, from the bytes it read (read and validated once)
-    checked = result.loaded.get(os.path.realpath(path))
-    if checked is None:
-        return load_dataset_file(path)
-    return suite_of_file(path, *checked)
+    index: CaseIndex | None = result.loaded.get(os.path.realpath(path))
+    if index is None and len(result.loaded) == 1:  # found in the datasets folder by name
+        (index,) = result.loaded.values()
+    if index is None:
+        raise DatasetError(f"{path}: the dataset could not be read")
+    return index
+
+
+def load_run_dataset(config: RunConfig) -> Suite:
+    """:func:`open_run_dataset` with every case read (a caller that needs the cases)."""
+    return open_run_dataset(config).suite()
 
 
 def select_cases(suite: Suite, limit: int | None, shard: str | None = None) -> list[Case]:
@@ -195,6 +203,14 @@ def select_cases(suite: Suite, limit: int | None, shard: str | None = None) -> l
         return cases
     index, count = parse_shard(shard)
     return [c for c in cases if shard_of(c.id, count) == index]
+
+
+def select_positions(index: CaseIndex, limit: int | None, shard: str | None = None) -> list[int]:
+    """:func:`select_cases` on the index: the positions of the run's cases, in file order."""
+    if shard is None:
+        return index.select(limit)
+    part, count = parse_shard(shard)
+    return index.select(limit, lambda case_id: shard_of(case_id, count) == part)
 
 
 def shard_of(case_id: str, count: int) -> int:
@@ -238,10 +254,11 @@ async def run(
         )
         select_metrics(config.metrics)  # an unknown --metrics name fails here (exit 2)
         workers.check(config)  # --workers N with a network provider
-        suite = load_run_dataset(config)
-        cases = select_cases(suite, config.limit, config.shard)
-        planned = len(select_cases(suite, config.limit))
-        if checkpoint is not None and (done := _finished_outcome(checkpoint, run_id, cases)):
+        suite = open_run_dataset(config)
+        chosen = select_positions(suite, config.limit, config.shard)
+        ids = [suite.ids[i] for i in chosen]  # the run's cases, in file order
+        planned = min(config.limit, len(suite)) if config.limit is not None else len(suite)
+        if checkpoint is not None and (done := _finished_outcome(checkpoint, run_id, ids)):
             return done  # resuming a finished run: say so, write nothing
         thresholds = load_thresholds(
             config.suite, Path(config.thresholds_path) if config.thresholds_path else None
@@ -256,7 +273,9 @@ async def run(
             engine = own = workers.engine_for(config, batcher)
         eng: EngineLike = engine
         factory = PipelineFactory(config, eng)
-        factory.preflight(cases)  # every prompt the run may render, before any provider call
+        # every prompt the run may render, before any provider call (the languages of the
+        # multi-turn cases: those are read for it)
+        factory.preflight(suite.read(i for i in chosen if suite.multi_turn[i]))
         if isinstance(eng, Engine):  # a missing API key fails now, not at case 1
             for ref in (config.model_ref, config.judge_ref):
                 if ref is not None:
@@ -279,22 +298,24 @@ async def run(
         finished: dict[str, CaseDigest] = {
             case_id: digest(result, judges, bar) for case_id, result in checkpoint.results()
         }
-        todo = [c for c in cases if c.id not in finished]
-        if case_order is not None:
-            todo = case_order(todo)
-        progress = _Progress(total=len(cases), on_update=on_progress)
-        progress.done = len([c for c in cases if c.id in finished])
-        spent_before = sum(finished[c.id].cost_usd for c in cases if c.id in finished)
+        todo = [i for i in chosen if suite.ids[i] not in finished]
+        progress = _Progress(total=len(chosen), on_update=on_progress)
+        progress.done = len(chosen) - len(todo)
+        spent_before = sum(finished[i].cost_usd for i in ids if i in finished)
         engine_spent_at_start = _spent(eng)
         progress.cost = spent_before
         if on_progress is not None:
             on_progress(progress)
         calls_before = _calls(eng)
         stop_reason: str | None = None
-        pending = deque(todo)
+        # the cases are read from the file as they are taken (a 100,000-case run holds the
+        # ones in flight); case_order (tests) reorders them, all read first
+        pending = CaseQueue(
+            iter(case_order(list(suite.read(todo)))) if case_order is not None else suite.read(todo)
+        )
         count = workers.planned(config, len(todo), own_engine=own is not None)
         if count > 1:  # the workers read their query vectors instead of each loading the model
-            factory.prefetch_queries(todo)
+            factory.prefetch_queries(suite.questions(todo))
         pool = workers.start(
             config,
             pending,
@@ -339,7 +360,16 @@ async def run(
             if pool is not None:  # the workers' last cases; a dead worker's are run here
                 lost = await pool.finish()
                 workers.absorb(pool, finished, reported)
-                workers.recover(lost, checkpoint, todo, pending, finished, judges, bar, reported)
+                workers.recover(
+                    lost,
+                    checkpoint,
+                    lambda wanted: suite.read(i for i in todo if suite.ids[i] in wanted),
+                    pending,
+                    finished,
+                    judges,
+                    bar,
+                    reported,
+                )
                 await asyncio.gather(*(worker() for _ in range(max(1, tasks))))
                 earlier = [process_stats(p) for p in checkpoint.processes(process_key)]
         finally:
@@ -351,10 +381,10 @@ async def run(
                 await own.aclose()
                 own = None
         rss = pool.peak_rss_mb() if pool is not None else ()
-        results = [finished[c.id] for c in cases if c.id in finished]
+        results = [finished[i] for i in ids if i in finished]
         parts = summary_parts(results, specs(), config.seed)
-        if stop_reason is None and len(results) < len(cases):
-            stop_reason = f"{len(cases) - len(results)} case(s) not run"
+        if stop_reason is None and len(results) < len(ids):
+            stop_reason = f"{len(ids) - len(results)} case(s) not run"
         kb_root = Path(config.kb_path) if config.kb_path else kb_dir()
         meta = RunMeta(
             git=git_state(watched=content_dirs(suite.path, kb_root)),
@@ -384,7 +414,7 @@ async def run(
                     version=suite.version,
                     sha256=suite.sha256,
                     path=_rel(suite.path),
-                    cases=len(suite.cases),
+                    cases=len(suite),
                 )
             ],
             thresholds=ThresholdsRef(
@@ -407,7 +437,7 @@ async def run(
             else ShardInfo(
                 index=parse_shard(config.shard)[0],
                 count=parse_shard(config.shard)[1],
-                cases=len(cases),
+                cases=len(ids),
                 planned=planned,
             ),
         )
@@ -420,24 +450,24 @@ async def run(
             thresholds=thresholds,
             totals=totals(
                 parts,
-                len(cases),
+                len(ids),
                 earlier_s + time.monotonic() - started,
                 summed_stats(eng, earlier),
             ),
             partial_reason=stop_reason,
             measured=select_metrics(config.metrics),
         )
-        ids = {d.id for d in results}
+        done_ids = {d.id for d in results}
         cp = checkpoint
         if not write:  # nothing written: the caller gets the cases from the checkpoint
             full = Report(
                 **dict(summary),
-                cases=[CaseResult.model_validate_json(row) for row in cp.rows(ids)],
+                cases=[CaseResult.model_validate_json(row) for row in cp.rows(done_ids)],
             )
             return RunOutcome(run_id, summary, None, None, calls, full=full, worker_rss_mb=rss)
         # the cases go from the checkpoint to the file as they were stored (already
         # validated and checked for NaN when saved), never all in memory at once
-        path, md = write_report_rows(summary, lambda: cp.rows(ids), out_dir or reports_dir())
+        path, md = write_report_rows(summary, lambda: cp.rows(done_ids), out_dir or reports_dir())
         checkpoint.set("report", str(path))
         return RunOutcome(run_id, summary, path, md, calls, worker_rss_mb=rss)
     finally:
@@ -493,15 +523,13 @@ def _calls(engine: object) -> int:
     return int(getattr(stats, "calls", 0)) if stats is not None else 0
 
 
-def _finished_outcome(
-    checkpoint: Checkpoint, run_id: str, cases: Sequence[Case]
-) -> RunOutcome | None:
+def _finished_outcome(checkpoint: Checkpoint, run_id: str, ids: Sequence[str]) -> RunOutcome | None:
     """The outcome of a run that already finished (every case done, its report on disk)."""
     stored = checkpoint.get("report")
     if not stored or not Path(stored).is_file():
         return None
     done = checkpoint.ids()
-    if any(c.id not in done for c in cases):
+    if any(i not in done for i in ids):
         return None
     path = Path(stored)
     md = path.with_suffix(".md")

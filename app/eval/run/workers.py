@@ -60,6 +60,7 @@ from app.runtime import peak_rss_mb
 
 if TYPE_CHECKING:
     from app.eval.datasets.case import Case
+    from app.eval.datasets.index import CaseQueue
     from app.eval.report.summary import CaseDigest
     from app.eval.run.checkpoint import Checkpoint
     from app.llm.batch import Batcher
@@ -186,7 +187,7 @@ class _Child:
 class Pool:
     """The run's worker processes, fed from the main process's queue ``pending``."""
 
-    def __init__(self, pending: deque[Case], hello: dict[str, Any], count: int) -> None:
+    def __init__(self, pending: CaseQueue, hello: dict[str, Any], count: int) -> None:
         self.pending = pending
         self._digests: deque[CaseDigest] = deque()
         self._children: list[_Child] = []
@@ -312,7 +313,7 @@ class Pool:
 
 def start(
     config: RunConfig,
-    pending: deque[Case],
+    pending: CaseQueue,
     *,
     count: int,
     run_id: str,
@@ -436,15 +437,16 @@ def absorb(
 def recover(
     lost: Iterable[str],
     checkpoint: Checkpoint,
-    cases: Sequence[Case],
-    pending: deque[Case],
+    cases: Callable[[set[str]], Iterable[Case]],
+    pending: CaseQueue,
     into: dict[str, CaseDigest],
     judge_metrics: Sequence[str],
     bad_judge_score: float,
     on_each: Callable[[CaseDigest], None],
 ) -> None:
     """The cases a dead worker was sent and never reported: digested from the checkpoint
-    when it committed them, else put back into ``pending`` (in run order) to run here."""
+    when it committed them, else read again (``cases(ids)``, in run order) and put back into
+    ``pending`` to run here."""
     from app.eval.report.records import CaseResult
     from app.eval.report.summary import digest
 
@@ -456,7 +458,8 @@ def recover(
         into[result.id] = found = digest(result, judge_metrics, bad_judge_score)
         on_each(found)
         ids.discard(result.id)
-    pending.extend(c for c in cases if c.id in ids)
+    if ids:
+        pending.extend(cases(ids))
 
 
 if __name__ == "__main__":

@@ -98,9 +98,9 @@ def test_shipped_labels_resolve_to_the_ids_they_were_written_for() -> None:
     kb = load_kb(KB)
     result = check_paths()
     assert not result.errors, [i.format() for i in result.errors[:3]]
-    for path, (_, cases) in result.loaded.items():
+    for path, index in result.loaded.items():  # the cases as the run reads them again
         written = {c["id"]: c for c in _cases(Path(path))}
-        for case in cases:
+        for case in index.suite().cases:
             assert case.golden_chunk_ids == written[case.id].get("golden_chunk_ids", [])
             for cid in case.golden_chunk_ids:
                 assert case.anchors[cid].quote in " ".join(body_of(kb.chunk(cid)).split())  # type: ignore[arg-type]
@@ -121,7 +121,8 @@ def test_unrelated_section_moves_ids_but_not_the_metrics(env: Path) -> None:
 
     result = check_paths()
     assert result.exit_code == 0 and not result.issues, [i.format() for i in result.issues[:3]]
-    ((_, cases),) = result.loaded.values()
+    (index,) = result.loaded.values()
+    cases = index.suite().cases  # read again from the file, labels resolved as checked
     for case in cases:  # each label now names the chunk with the same text
         written = next(c for c in _cases(SMOKE) if c["id"] == case.id)
         old = [kb_before.chunk(cid).text for cid in written.get("golden_chunk_ids", [])]  # type: ignore[union-attr]
@@ -179,7 +180,8 @@ def test_rechunking_keeps_every_label(
     assert len(kb_after.chunks) != len(kb_before.chunks) or max_chars > 400
     result = check_paths()
     assert not [i for i in result.errors if i.code == "passage-gone"]
-    ((_, cases),) = result.loaded.values()
+    (index,) = result.loaded.values()
+    cases = index.suite().cases  # read again from the file, labels resolved as checked
     split = 0
     for case in cases:
         written = next(c for c in _cases(SMOKE) if c["id"] == case.id)
