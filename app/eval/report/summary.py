@@ -13,10 +13,12 @@ the results themselves, so the numbers are identical (floating-point sums includ
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from app.eval.report.outcome import case_outcome, outcome_counts
 from app.eval.report.records import (
@@ -36,6 +38,7 @@ from app.eval.stats.describe import describe, stable_seed
 
 __all__ = [
     "CaseDigest",
+    "DigestTable",
     "SummaryParts",
     "bad_case",
     "bad_cases",
@@ -224,87 +227,242 @@ def _confusion(cells: Counter[str]) -> RefusalConfusion:
 # ---------------------------------------------------------------- aggregates
 
 
-def _columns(
-    digests: Iterable[CaseDigest], names: Collection[str]
-) -> dict[str, list[tuple[float | None, int]]]:
-    """Each metric's (value, n_errors) over ``digests`` in their order: one pass over the
-    cases instead of one per metric (and per group)."""
-    out: dict[str, list[tuple[float | None, int]]] = {name: [] for name in names}
-    for d in digests:
-        for name, (value, errs, _) in d.scores.items():
-            column = out.get(name)
-            if column is not None:
-                column.append((value, errs))
-    return out
+class DigestTable:
+    """Case digests held as columns: what a run keeps of each finished case.
 
+    Per case a row of small numbers — each metric's value (NaN: none), error count and
+    flags, cost, codes for tags, difficulty, refusal cell and outcome — and the bad case as
+    its JSON bytes (most cases have none), instead of a :class:`CaseDigest` of Python objects:
+    a 100,000-case run keeps a few hundred bytes per case. A mapping from case id to
+    :class:`CaseDigest` (``table[id] = digest`` replaces an earlier row of that id)."""
 
-def summarise(
-    digests: Sequence[CaseDigest], metric_specs: Mapping[str, MetricSpec], seed: int
-) -> dict[str, Distribution]:
-    out: dict[str, Distribution] = {}
-    columns = _columns(digests, metric_specs)
-    for name, spec in metric_specs.items():
-        scores = columns[name]
-        n_errors = sum(1 for value, errs in scores if value is None and errs > 0)
-        dist = describe(
-            [value for value, _ in scores],
-            n_errors=n_errors,
-            unit=spec.unit,
-            seed=stable_seed(seed, name),
+    def __init__(self) -> None:
+        self._row: dict[str, int] = {}
+        self.ids: list[str] = []
+        self._metric: dict[str, int] = {}
+        self._values: list[array[float]] = []  # per metric: value, NaN when None
+        self._errors: list[array[int]] = []  # per metric: n_errors, -1 when not scored
+        self._sampled: list[bytearray] = []  # per metric: 1 when it has judge samples
+        self._codes: dict[object, int] = {}  # tags tuples, difficulties, cells, outcomes
+        self._labels: list[object] = []
+        self._tags = array("i")
+        self._difficulty = array("i")
+        self._cell = array("i")
+        self._outcome = array("i")
+        self._cost = array("d")
+        self._judge_costs = array("d")  # every case's judge costs, one after another
+        self._judge_at = array("q")  # where a case's start in _judge_costs
+        self._judge_n = array("i")
+        self._flags = bytearray()  # 1: has errors; 2: unstable; 4: stability known
+        self._bad: list[bytes | None] = []
+        self._prompts = array("i")  # the prompt versions' set
+
+    @classmethod
+    def of(cls, digests: Iterable[CaseDigest]) -> DigestTable:
+        table = cls()
+        for d in digests:
+            table[d.id] = d
+        return table
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, case_id: object) -> bool:
+        return case_id in self._row
+
+    def _code(self, label: object) -> int:
+        code = self._codes.get(label)
+        if code is None:
+            code = self._codes[label] = len(self._labels)
+            self._labels.append(label)
+        return code
+
+    def _column(self, name: str) -> int:
+        j = self._metric.get(name)
+        if j is None:  # a metric first seen now: absent from the rows before
+            j = self._metric[name] = len(self._values)
+            rows = len(self.ids)
+            self._values.append(array("d", [math.nan]) * rows)
+            self._errors.append(array("i", [-1]) * rows)
+            self._sampled.append(bytearray(rows))
+        return j
+
+    def __setitem__(self, case_id: str, d: CaseDigest) -> None:
+        row = self._row.get(case_id)
+        if row is None:
+            row = self._row[case_id] = len(self.ids)
+            self.ids.append(case_id)
+            for j in range(len(self._values)):
+                self._values[j].append(math.nan)
+                self._errors[j].append(-1)
+                self._sampled[j].append(0)
+            for column in (self._tags, self._difficulty, self._cell, self._outcome, self._prompts):
+                column.append(0)
+            self._cost.append(0.0)
+            self._judge_at.append(0)
+            self._judge_n.append(0)
+            self._flags.append(0)
+            self._bad.append(None)
+        else:  # the same case again (a dead worker's, read back): its row is replaced
+            for j in range(len(self._values)):
+                self._values[j][row], self._errors[j][row], self._sampled[j][row] = math.nan, -1, 0
+        for name, (value, errs, sampled) in d.scores.items():
+            j = self._column(name)
+            self._values[j][row] = math.nan if value is None else value
+            self._errors[j][row] = errs
+            self._sampled[j][row] = 1 if sampled else 0
+        self._tags[row] = self._code(("tags", tuple(d.tags)))
+        self._difficulty[row] = self._code(("difficulty", d.difficulty))
+        self._cell[row] = self._code(("cell", d.refusal_cell))
+        self._outcome[row] = self._code(("outcome", d.outcome))
+        self._cost[row] = d.cost_usd
+        self._judge_at[row] = len(self._judge_costs)
+        self._judge_n[row] = len(d.judge_costs)
+        self._judge_costs.extend(d.judge_costs)
+        self._flags[row] = (
+            (1 if d.has_errors else 0)
+            | (2 if d.unstable else 0)
+            | (4 if d.unstable is not None else 0)
         )
-        out[name] = Distribution.model_validate(dist)
-    return out
+        self._bad[row] = None if d.bad is None else d.bad.model_dump_json().encode()
+        self._prompts[row] = self._code(("prompts", frozenset(d.prompt_versions)))
+
+    def cost(self, case_id: str) -> float:
+        return self._cost[self._row[case_id]]
+
+    def __getitem__(self, case_id: str) -> CaseDigest:
+        row = self._row[case_id]
+        scores = {
+            name: (
+                None if math.isnan(v := self._values[j][row]) else v,
+                self._errors[j][row],
+                bool(self._sampled[j][row]),
+            )
+            for name, j in self._metric.items()
+            if self._errors[j][row] >= 0
+        }
+        at, n = self._judge_at[row], self._judge_n[row]
+        bad = self._bad[row]
+        flags = self._flags[row]
+        return CaseDigest(
+            id=case_id,
+            tags=self._label(self._tags, row),
+            difficulty=self._label(self._difficulty, row),
+            scores=scores,
+            cost_usd=self._cost[row],
+            judge_costs=tuple(self._judge_costs[at : at + n]),
+            has_errors=bool(flags & 1),
+            refusal_cell=self._label(self._cell, row),
+            bad=None if bad is None else BadCase.model_validate_json(bad),
+            prompt_versions=self._label(self._prompts, row),
+            outcome=self._label(self._outcome, row) or "correct",
+            unstable=bool(flags & 2) if flags & 4 else None,
+        )
+
+    def _label(self, column: array[int], row: int) -> Any:
+        label = self._labels[column[row]]
+        return label[1] if isinstance(label, tuple) else label
+
+    # ------------------------------------------------------------ the aggregates
+
+    def parts(self, metric_specs: Mapping[str, MetricSpec], seed: int) -> SummaryParts:
+        """:class:`SummaryParts` over the rows sorted by case id (the same arithmetic, in the
+        same order, as over the case results)."""
+        import numpy as np
+
+        order = np.asarray(sorted(range(len(self.ids)), key=self.ids.__getitem__), dtype=np.intp)
+        names = list(metric_specs)
+        values = np.full((len(order), len(names)), np.nan)
+        errors = np.full(values.shape, -1, dtype=np.intc)
+        sampled = np.zeros(values.shape, dtype=bool)
+        for k, name in enumerate(names):
+            j = self._metric.get(name)
+            if j is not None and len(order):
+                values[:, k] = np.frombuffer(self._values[j], dtype=float)[order]
+                errors[:, k] = np.frombuffer(self._errors[j], dtype=np.intc)[order]
+                sampled[:, k] = np.frombuffer(self._sampled[j], dtype=np.uint8)[order] == 1
+        present = errors >= 0
+        defined = present & ~np.isnan(values)
+        errored = present & ~defined & (errors > 0)
+        summary: dict[str, Distribution] = {}
+        for k, (name, spec) in enumerate(metric_specs.items()):
+            column = values[present[:, k], k]
+            dist = describe(
+                [None if math.isnan(v) else v for v in column.tolist()],
+                n_errors=int(errored[:, k].sum()),
+                unit=spec.unit,
+                seed=stable_seed(seed, name),
+            )
+            summary[name] = Distribution.model_validate(dist)
+        hits = {
+            name: int((defined[:, k] & (np.where(defined[:, k], values[:, k], 0.0) > 0)).sum())
+            for k, (name, spec) in enumerate(metric_specs.items())
+            if spec.red_line
+        }
+        matrix = (
+            {n: k for k, n in enumerate(names)},
+            np.where(defined, values, 0.0),
+            defined,
+            errored,
+        )
+        rows = order.tolist()
+        tags: list[tuple[str, ...]] = [self._label(self._tags, i) for i in rows]
+        difficulty = [self._label(self._difficulty, i) for i in rows]
+        cells: Counter[str] = Counter(c for i in rows if (c := self._label(self._cell, i)))
+        judge_names = {n for n, spec in metric_specs.items() if spec.kind == "judge"}
+        judged = [k for k, n in enumerate(names) if n in judge_names]
+        flags = [self._flags[i] for i in rows]
+        return SummaryParts(
+            summary=summary,
+            red_line_hits=hits,
+            breakdowns=Breakdowns(
+                by_tag=_groups(((i, t) for i, ts in enumerate(tags) for t in ts), matrix),
+                by_difficulty=_groups(
+                    ((i, d if d is not None else "unspecified") for i, d in enumerate(difficulty)),
+                    matrix,
+                ),
+            ),
+            refusal_confusion=_confusion(cells),
+            bad_cases=[
+                BadCase.model_validate_json(b) for i in rows if (b := self._bad[i]) is not None
+            ],
+            outcomes=outcome_counts(self._label(self._outcome, i) or "correct" for i in rows),
+            cases_done=len(order),
+            cases_with_errors=sum(1 for f in flags if f & 1),
+            cases_unstable=sum(1 for f in flags if f & 2) if any(f & 4 for f in flags) else None,
+            # a judge error is a judge sample that failed; a case whose answer failed (a model
+            # timeout) has no sample: an answer error, not a judge error
+            judge_errors=int((present & (errors > 0) & sampled)[:, judged].sum()),
+            cost_usd=sum(self._cost[i] for i in rows),
+            judge_cost_usd=sum(
+                x
+                for i in rows
+                for x in self._judge_costs[self._judge_at[i] : self._judge_at[i] + self._judge_n[i]]
+            ),
+            prompt_versions=frozenset().union(
+                *(self._labels[code][1] for code in {self._prompts[i] for i in rows})
+            ),
+        )
 
 
-def breakdowns(digests: Sequence[CaseDigest], metric_names: Iterable[str]) -> Breakdowns:
-    """:func:`breakdown` by tag and by difficulty over one matrix of the values."""
-    import numpy as np
-
-    names = list(metric_names)
-    col = {name: j for j, name in enumerate(names)}
-    values = np.zeros((len(digests), len(names)), dtype=float)
-    defined = np.zeros(values.shape, dtype=bool)
-    errored = np.zeros(values.shape, dtype=bool)
-    for i, d in enumerate(digests):
-        for name, (value, errs, _) in d.scores.items():
-            j = col.get(name)
-            if j is None:
-                continue
-            if value is not None:
-                values[i, j], defined[i, j] = value, True
-            elif errs:
-                errored[i, j] = True
-    matrix = (col, values, defined, errored)
-    return Breakdowns(
-        by_tag=breakdown(digests, "tags", matrix),
-        by_difficulty=breakdown(digests, "difficulty", matrix),
-    )
-
-
-def breakdown(
-    digests: Sequence[CaseDigest], key: Literal["tags", "difficulty"], matrix: Any
-) -> dict[str, Group]:
+def _groups(members: Iterable[tuple[int, str]], matrix: Any) -> dict[str, Group]:
     """Per tag (or difficulty): cases, and each metric's defined count, errors and mean.
 
-    ``matrix``: the (cases × metrics) values of :func:`breakdowns`; a group's sum is the last
+    ``matrix``: the (cases × metrics) values (undefined: 0.0); a group's sum is the last
     entry of a cumulative sum down its rows — left to right, as ``sum()`` over the group's
     values in case order, so the means are the same floats."""
     import numpy as np
 
     col, values, defined, errored = matrix
     groups: dict[str, list[int]] = defaultdict(list)
-    for i, d in enumerate(digests):
-        if key == "tags":
-            for tag in d.tags:
-                groups[tag].append(i)
-        else:
-            groups[d.difficulty if d.difficulty is not None else "unspecified"].append(i)
+    for i, label in members:
+        groups[label].append(i)
     out: dict[str, Group] = {}
     for label in sorted(groups):
         rows = np.asarray(groups[label], dtype=np.intp)
         n = defined[rows].sum(axis=0)
         n_errors = errored[rows].sum(axis=0)
-        sums = np.cumsum(values[rows], axis=0)[-1]  # undefined entries are 0.0
+        sums = np.cumsum(values[rows], axis=0)[-1]
         out[label] = Group(
             cases=len(rows),
             metrics={
@@ -317,16 +475,6 @@ def breakdown(
             },
         )
     return out
-
-
-def red_line_hits(
-    digests: Sequence[CaseDigest], metric_specs: Mapping[str, MetricSpec]
-) -> dict[str, int]:
-    return {
-        name: sum(1 for d in digests if ((d.scores.get(name) or (None,))[0] or 0) > 0)
-        for name, spec in metric_specs.items()
-        if spec.red_line
-    }
 
 
 @dataclass(frozen=True)
@@ -349,35 +497,11 @@ class SummaryParts:
 
 
 def summary_parts(
-    digests: Collection[CaseDigest], metric_specs: Mapping[str, MetricSpec], seed: int
+    digests: Collection[CaseDigest] | DigestTable,
+    metric_specs: Mapping[str, MetricSpec],
+    seed: int,
 ) -> SummaryParts:
-    """The case-derived parts of a report, from the digests sorted by case id."""
-    ordered = sorted(digests, key=lambda d: d.id)
-    judge_names = {n for n, spec in metric_specs.items() if spec.kind == "judge"}
-    cells: Counter[str] = Counter(d.refusal_cell for d in ordered if d.refusal_cell)
-    return SummaryParts(
-        summary=summarise(ordered, metric_specs, seed),
-        red_line_hits=red_line_hits(ordered, metric_specs),
-        breakdowns=breakdowns(ordered, metric_specs),
-        refusal_confusion=_confusion(cells),
-        bad_cases=[d.bad for d in ordered if d.bad is not None],
-        outcomes=outcome_counts(d.outcome for d in ordered),
-        cases_done=len(ordered),
-        cases_with_errors=sum(1 for d in ordered if d.has_errors),
-        cases_unstable=(
-            sum(1 for d in ordered if d.unstable)
-            if any(d.unstable is not None for d in ordered)
-            else None
-        ),
-        # a judge error is a judge sample that failed; a case whose answer failed (a model
-        # timeout) has no sample: an answer error, not a judge error
-        judge_errors=sum(
-            1
-            for d in ordered
-            for name, (_, errs, sampled) in d.scores.items()
-            if name in judge_names and errs > 0 and sampled
-        ),
-        cost_usd=sum(d.cost_usd for d in ordered),
-        judge_cost_usd=sum(x for d in ordered for x in d.judge_costs),
-        prompt_versions=frozenset().union(*(d.prompt_versions for d in ordered)),
-    )
+    """The case-derived parts of a report, from the digests (a :class:`DigestTable` or the
+    :class:`CaseDigest` objects) sorted by case id."""
+    table = digests if isinstance(digests, DigestTable) else DigestTable.of(digests)
+    return table.parts(metric_specs, seed)

@@ -55,7 +55,7 @@ from app.eval.report.records import (
     ThresholdsRef,
     Totals,
 )
-from app.eval.report.summary import CaseDigest, SummaryParts, digest, summary_parts
+from app.eval.report.summary import CaseDigest, DigestTable, SummaryParts, digest, summary_parts
 from app.eval.run import workers
 from app.eval.run.case import CaseRun, process_stats, summed_stats
 from app.eval.run.checkpoint import Checkpoint
@@ -295,13 +295,11 @@ async def run(
         )
         # what the summary needs of each finished case; the results themselves stay in the
         # checkpoint (a 10,000-case run never holds them all)
-        finished: dict[str, CaseDigest] = {
-            case_id: digest(result, judges, bar) for case_id, result in checkpoint.results()
-        }
+        finished = DigestTable.of(digest(result, judges, bar) for _, result in checkpoint.results())
         todo = [i for i in chosen if suite.ids[i] not in finished]
         progress = _Progress(total=len(chosen), on_update=on_progress)
         progress.done = len(chosen) - len(todo)
-        spent_before = sum(finished[i].cost_usd for i in ids if i in finished)
+        spent_before = sum(finished.cost(i) for i in ids if i in finished)
         engine_spent_at_start = _spent(eng)
         progress.cost = spent_before
         if on_progress is not None:
@@ -381,7 +379,13 @@ async def run(
                 await own.aclose()
                 own = None
         rss = pool.peak_rss_mb() if pool is not None else ()
-        results = [finished[i] for i in ids if i in finished]
+        wanted = set(ids)
+        results = (  # what the checkpoint holds beyond the run's cases stays out
+            finished
+            if all(i in wanted for i in finished.ids)
+            else DigestTable.of(finished[i] for i in ids if i in finished)
+        )
+        del wanted
         parts = summary_parts(results, specs(), config.seed)
         if stop_reason is None and len(results) < len(ids):
             stop_reason = f"{len(ids) - len(results)} case(s) not run"
@@ -457,7 +461,7 @@ async def run(
             partial_reason=stop_reason,
             measured=select_metrics(config.metrics),
         )
-        done_ids = {d.id for d in results}
+        done_ids = set(results.ids)
         cp = checkpoint
         if not write:  # nothing written: the caller gets the cases from the checkpoint
             full = Report(

@@ -61,7 +61,7 @@ from app.runtime import peak_rss_mb
 if TYPE_CHECKING:
     from app.eval.datasets.case import Case
     from app.eval.datasets.index import CaseQueue
-    from app.eval.report.summary import CaseDigest
+    from app.eval.report.summary import CaseDigest, DigestTable
     from app.eval.run.checkpoint import Checkpoint
     from app.llm.batch import Batcher
     from app.llm.engine import Engine
@@ -423,9 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def absorb(
-    pool: Pool | None, into: dict[str, CaseDigest], on_each: Callable[[CaseDigest], None]
-) -> None:
+def absorb(pool: Pool | None, into: DigestTable, on_each: Callable[[CaseDigest], None]) -> None:
     """Move the digests ``pool`` reported into ``into`` (``on_each`` per digest)."""
     if pool is None:
         return
@@ -439,7 +437,7 @@ def recover(
     checkpoint: Checkpoint,
     cases: Callable[[set[str]], Iterable[Case]],
     pending: CaseQueue,
-    into: dict[str, CaseDigest],
+    into: DigestTable,
     judge_metrics: Sequence[str],
     bad_judge_score: float,
     on_each: Callable[[CaseDigest], None],
