@@ -7,6 +7,8 @@ another), 2 when the shards do not form one run.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -16,6 +18,7 @@ from app.cli import options
 
 if TYPE_CHECKING:
     from app.eval.config import Gate
+    from app.eval.report.records import Report
 
 
 @click.command("merge")
@@ -33,21 +36,47 @@ def merge_cmd(
 ) -> None:
     """Merge the shard REPORTS of one run (`rag eval run --shard i/N`) into one report."""
     from app.cli.eval_summary import _print_summary, gate_exit_code
-    from app.eval.report.io import load_report, report_filename, report_json, write_report
-    from app.eval.report.merge import merge_reports
+    from app.eval.report.io import report_chunks, report_filename, write_report_rows
+    from app.eval.report.merge import merge_files
+    from app.eval.report.records import Report, ReportSummary
     from app.paths import reports_dir
 
-    loaded = [load_report(p) for p in reports]
     chosen = cast("Gate | None", gate)
-    merged = merge_reports(loaded, allow_truth_change=allow_truth_change, gate=chosen)
+    # streamed: one shard case in memory at a time (a whole-report merge for shards that
+    # are not in the run's line layout)
+    merged = merge_files(list(reports), allow_truth_change=allow_truth_change, gate=chosen)
+    summary: ReportSummary
+    rows: Callable[[], Iterable[str]]
+    if isinstance(merged, Report):
+        whole = merged
+        summary, rows = whole, lambda: _rows_of(whole)
+    else:
+        summary, rows = merged
     target = out_dir or reports_dir()
-    existing = target / report_filename(merged.created_at, merged.run_id)
-    if existing.exists() and existing.read_text(encoding="utf-8") == report_json(merged):
+    existing = target / report_filename(summary.created_at, summary.run_id)
+    if existing.exists() and _same_bytes(existing, report_chunks(summary, rows)()):
         click.echo(f"already merged: {existing} (identical; nothing written)")
         path, md = existing, existing.with_suffix(".md")
     else:
         target.mkdir(parents=True, exist_ok=True)
-        path, md = write_report(merged, target)
-    click.echo(f"merged {len(merged.meta.merged_from)} shards, {len(merged.cases)} cases")
-    _print_summary(merged, path, md)
-    raise SystemExit(gate_exit_code(merged, echo=False))
+        path, md = write_report_rows(summary, rows, target)
+    click.echo(f"merged {len(summary.meta.merged_from)} shards, {summary.totals.cases_done} cases")
+    _print_summary(summary, path, md)
+    raise SystemExit(gate_exit_code(summary, echo=False))
+
+
+def _rows_of(report: Report) -> Iterator[str]:
+    from app.eval.report.io import checked_rows
+
+    return checked_rows(report)
+
+
+def _same_bytes(path: Path, chunks: Iterable[bytes]) -> bool:
+    """Whether the file holds exactly the bytes of ``chunks`` (both read as they come)."""
+    mine, theirs = hashlib.sha256(), hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            theirs.update(block)
+    for chunk in chunks:
+        mine.update(chunk)
+    return mine.digest() == theirs.digest()

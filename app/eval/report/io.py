@@ -254,7 +254,7 @@ def report_chunks(summary: ReportSummary, case_rows: Callable[[], Iterable[str]]
     return chunks
 
 
-def _checked_rows(report: Report) -> Iterator[str]:
+def checked_rows(report: Report) -> Iterator[str]:
     for i, case in enumerate(report.cases):
         # NaN/infinity anywhere (a metric's ``detail`` included) is refused: pydantic would
         # write it as ``null`` and lose the fact that it was not a number
@@ -266,14 +266,14 @@ def report_json(report: Report) -> str:
     """The file's text (:func:`report_chunks`). No re-validation: ``report`` was built and
     validated by the typed models, and load_report reads their JSON back unchanged
     (tests/unit/eval/test_report_fast_write.py)."""
-    return b"".join(report_chunks(report, lambda: _checked_rows(report))()).decode("utf-8")
+    return b"".join(report_chunks(report, lambda: checked_rows(report))()).decode("utf-8")
 
 
 def write_report(report: Report, out_dir: Path) -> tuple[Path, Path]:
     """Write ``eval_<UTC>-<run>.json`` and its ``.md`` as new files (:func:`write_new_text`):
     nothing on a refusal, never a temp file after a kill, never another run's report
     replaced — concurrent runs with the same ``--out`` each keep theirs."""
-    return write_report_rows(report, lambda: _checked_rows(report), out_dir)
+    return write_report_rows(report, lambda: checked_rows(report), out_dir)
 
 
 def write_report_rows(

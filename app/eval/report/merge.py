@@ -27,25 +27,34 @@ shards; the duration is the longest shard's (they run side by side).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import heapq
+import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from app.errors import ReportError
 from app.eval.config import Gate, operational_fields
-from app.eval.report.records import Report, RunMeta, Totals
+from app.eval.report.records import CaseResult, Report, ReportSummary, RunMeta, Totals
+from app.eval.report.summary import DigestTable, digest, summary_parts
 from app.eval.report.truth import truth_differences
 from app.llm.engine import EngineStats
 
+if TYPE_CHECKING:
+    from app.eval.scoring.thresholds import ThresholdSet
 
-def _deciding_config(report: Report) -> dict[str, object]:
+R = TypeVar("R", bound=ReportSummary)
+
+
+def _deciding_config(report: ReportSummary) -> dict[str, object]:
     """The settings that decide results (the fields :class:`~app.eval.config.RunConfig`
     marks ``Decides``); shards may differ in the operational ones (speed, cache, shard)."""
     operational = operational_fields()
     return {k: v for k, v in report.meta.config.to_json().items() if k not in operational}
 
 
-def _same(label: str, reports: Sequence[Report], value: object, *, what: str) -> None:
+def _same(label: str, reports: Sequence[ReportSummary], value: object, *, what: str) -> None:
     first = reports[0]
     for r in reports[1:]:
         if getattr_path(r, label) != value:
@@ -55,7 +64,7 @@ def _same(label: str, reports: Sequence[Report], value: object, *, what: str) ->
             )
 
 
-def getattr_path(report: Report, label: str) -> object:
+def getattr_path(report: ReportSummary, label: str) -> object:
     node: object = report
     for part in label.split("."):
         node = getattr(node, part)
@@ -69,6 +78,34 @@ def check_shards(
 ) -> tuple[int, int, list[str]]:
     """Refuse shards that do not form one run; return (shard count, planned cases, the
     ground-truth differences accepted with ``allow_truth_change``)."""
+    count, planned, truth = check_summaries(reports, allow_truth_change=allow_truth_change)
+    ids: dict[str, str] = {}
+    for r in reports:
+        for c in r.cases:
+            _claim(ids, c.id, r.run_id)
+    _all_planned(ids, planned)
+    return count, planned, truth
+
+
+def _claim(ids: dict[str, str], case_id: str, run_id: str) -> None:
+    if case_id in ids:
+        raise ReportError(
+            f"case {case_id} is in shard runs {ids[case_id]} and {run_id}: shards overlap"
+        )
+    ids[case_id] = run_id
+
+
+def _all_planned(ids: dict[str, str], planned: int) -> None:
+    if len(ids) != planned:
+        raise ReportError(
+            f"the shards hold {len(ids)} cases, the plan has {planned}: cases are missing"
+        )
+
+
+def check_summaries(
+    reports: Sequence[ReportSummary], *, allow_truth_change: bool = False
+) -> tuple[int, int, list[str]]:
+    """:func:`check_shards` without the cases: what the shards' summaries must agree on."""
     if not reports:
         raise ReportError("give the shard reports to merge (rag eval merge REPORT…)")
     for r in reports:
@@ -154,18 +191,6 @@ def check_shards(
             "pass --allow-truth-change to merge anyway (the merged report lists the "
             "differences)"
         )
-    ids: dict[str, str] = {}
-    for r in reports:
-        for c in r.cases:
-            if c.id in ids:
-                raise ReportError(
-                    f"case {c.id} is in shard runs {ids[c.id]} and {r.run_id}: shards overlap"
-                )
-            ids[c.id] = r.run_id
-    if len(ids) != planned:
-        raise ReportError(
-            f"the shards hold {len(ids)} cases, the plan has {planned}: cases are missing"
-        )
     return count, planned, truth
 
 
@@ -198,7 +223,7 @@ def _sum_stats(stats: Sequence[EngineStats | None]) -> EngineStats | None:
     return total
 
 
-def merged_gate(reports: Sequence[Report], gate: Gate | None) -> Gate:
+def merged_gate(reports: Sequence[ReportSummary], gate: Gate | None) -> Gate:
     """``gate`` when given, else the one gate the shards were run with."""
     if gate is not None:
         return gate
@@ -211,18 +236,13 @@ def merged_gate(reports: Sequence[Report], gate: Gate | None) -> Gate:
     return gates[0]
 
 
-def merge_reports(
-    reports: Sequence[Report], *, allow_truth_change: bool = False, gate: Gate | None = None
-) -> Report:
-    """One report over every shard's cases (see the module docstring)."""
-    from app.eval.report.io import build_report
-    from app.eval.scoring.table import specs
+def _merged_head(
+    unique: Sequence[ReportSummary], planned: int, waived: list[str], gate: Gate | None
+) -> tuple[RunMeta, Totals, ThresholdSet, str, str]:
+    """The merged run's meta, totals, thresholds, run id and time (from the summaries)."""
     from app.eval.scoring.thresholds import load_thresholds
     from app.paths import repo_root
 
-    unique = list({r.run_id: r for r in reports}.values())  # the same file twice is one shard
-    unique.sort(key=lambda r: r.meta.shard.index if r.meta.shard else 0)
-    _, planned, waived = check_shards(unique, allow_truth_change=allow_truth_change)
     first = unique[0]
     ref = first.meta.thresholds
     path = Path(ref.path)
@@ -247,7 +267,6 @@ def merge_reports(
             "truth_waived": sorted({*first.meta.truth_waived, *waived}),
         }
     )
-    cases = [c for r in unique for c in r.cases]
     t = [r.totals for r in unique]
     stats = _sum_stats([x.engine for x in t])
     totals = Totals(
@@ -269,12 +288,31 @@ def merge_reports(
     created_at = max(r.created_at for r in unique)
     digest = hashlib.sha256("|".join(r.run_id for r in unique).encode()).hexdigest()[:6]
     run_id = created_at.replace("-", "").replace(":", "")[:16] + "-" + digest
+    return meta, totals, thresholds, run_id, created_at
+
+
+def _shards(reports: Sequence[R]) -> list[R]:
+    unique = list({r.run_id: r for r in reports}.values())  # the same file twice is one shard
+    unique.sort(key=lambda r: r.meta.shard.index if r.meta.shard else 0)
+    return unique
+
+
+def merge_reports(
+    reports: Sequence[Report], *, allow_truth_change: bool = False, gate: Gate | None = None
+) -> Report:
+    """One report over every shard's cases (see the module docstring)."""
+    from app.eval.report.io import build_report
+    from app.eval.scoring.table import specs
+
+    unique = _shards(reports)
+    _, planned, waived = check_shards(unique, allow_truth_change=allow_truth_change)
+    meta, totals, thresholds, run_id, created_at = _merged_head(unique, planned, waived, gate)
     return build_report(
         run_id=run_id,
         created_at=created_at,
         meta=meta,
         metric_specs=specs(),
-        cases=cases,
+        cases=[c for r in unique for c in r.cases],
         thresholds=thresholds,
         totals=totals,
         partial_reason=None,
@@ -282,4 +320,108 @@ def merge_reports(
     )
 
 
-__all__ = ["check_shards", "merge_reports", "merged_gate"]
+def merge_files(
+    paths: Sequence[Path], *, allow_truth_change: bool = False, gate: Gate | None = None
+) -> tuple[ReportSummary, Callable[[], Iterator[str]]] | Report:
+    """:func:`merge_reports` of report files, streamed: the merged summary and its case rows
+    (sorted by id, read again from the shard files on each call) — one case in memory at a
+    time and the digests of all (:class:`~app.eval.report.summary.DigestTable`). Shards
+    that are not in the line layout a run writes, or that keep their sent texts apart
+    (``sent_texts``), are loaded and merged whole: the :class:`Report` is returned."""
+    from app.eval.report.io import build_summary, load_report
+    from app.eval.report.stream import NotLineLayout, line_report
+    from app.eval.scoring.table import specs
+
+    heads: list[ReportSummary] = []
+    where: dict[str, Path] = {}
+    try:
+        for p in paths:
+            summary, lines = line_report(p)
+            lines.close()  # type: ignore[attr-defined]
+            heads.append(summary)
+            where.setdefault(summary.run_id, p)
+    except NotLineLayout:
+        heads = []
+    if not heads or any(h.sent_texts for h in heads):
+        return merge_reports(
+            [load_report(p) for p in paths], allow_truth_change=allow_truth_change, gate=gate
+        )
+    unique = _shards(heads)
+    _, planned, waived = check_summaries(unique, allow_truth_change=allow_truth_change)
+    meta, totals, thresholds, run_id, created_at = _merged_head(unique, planned, waived, gate)
+    bar = thresholds.bad_judge_score
+    judges = sorted(n for n, spec in specs().items() if spec.kind == "judge")
+    table = DigestTable()
+    ids: dict[str, str] = {}
+    for head in unique:
+        for case, _ in _cases(where[head.run_id], bar):
+            _claim(ids, case.id, head.run_id)
+            table[case.id] = digest(case, judges, bar)
+    _all_planned(ids, planned)
+    del ids
+    summary = build_summary(
+        run_id=run_id,
+        created_at=created_at,
+        meta=meta,
+        metric_specs=specs(),
+        parts=summary_parts(table, specs(), meta.seed),
+        thresholds=thresholds,
+        totals=totals,
+        partial_reason=None,
+    )
+    files = [where[h.run_id] for h in unique]
+
+    def rows() -> Iterator[str]:
+        for _, row in heapq.merge(*(_rows(p, bar) for p in files)):
+            yield row
+
+    return summary, rows
+
+
+def _rows(path: Path, bad_judge_score: float) -> Iterator[tuple[str, str]]:
+    """(id, JSON row) of each case of a line-layout report :func:`_cases` has read and
+    validated: the line as written when it has its outcome, else as :func:`_cases` gives it."""
+    from app.eval.report.stream import line_report
+
+    _, lines = line_report(path)
+    for _, raw in lines:
+        data = json.loads(raw)
+        if data.get("outcome") is not None:
+            yield data["id"], raw.decode("utf-8")
+        else:
+            case = CaseResult.model_validate(data)
+            yield case.id, _with_outcome_row(case, bad_judge_score)
+
+
+def _with_outcome_row(case: CaseResult, bad_judge_score: float) -> str:
+    from app.eval.report.outcome import with_outcome
+    from app.wellformed import model_json
+
+    return model_json(with_outcome(case, bad_judge_score))
+
+
+def _cases(path: Path, bad_judge_score: float) -> Iterator[tuple[CaseResult, str]]:
+    """Each case of a line-layout report with its outcome, validated, and its JSON row (the
+    line as written when it has its outcome already; else the case with it, written again)."""
+    from app.eval.report.outcome import with_outcome
+    from app.eval.report.stream import line_report, typed_case
+    from app.wellformed import model_json
+
+    _, lines = line_report(path)
+    last = ""
+    for line_no, raw in lines:
+        case = typed_case(raw, path, line_no)
+        if case.id <= last:
+            raise ReportError(
+                f"{path}:{line_no}: case {case.id} is not after {last}: a report's cases are "
+                "sorted by id (was it edited?); re-run the shard"
+            )
+        last = case.id
+        if case.outcome is not None:
+            yield case, raw.decode("utf-8")
+        else:
+            with_it = with_outcome(case, bad_judge_score)
+            yield with_it, model_json(with_it)
+
+
+__all__ = ["check_shards", "check_summaries", "merge_files", "merge_reports", "merged_gate"]
