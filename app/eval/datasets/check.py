@@ -72,6 +72,9 @@ class Checker:
         self.kb = kb
         self.result = result
         self.seen_ids: dict[str, tuple[str, str]] = {}  # id -> (suite, "file:line")
+        #: whether the ids of the file being checked are remembered for the files after it
+        #: (the last file's are not: a 100,000-case file keeps no table of them)
+        self.remember_ids = True
 
     def preload_ids(self, paths: Iterable[Path]) -> None:
         """Remember the ids of files that are not checked (so ids stay unique across suites)."""
@@ -200,7 +203,7 @@ class Checker:
                 suite=first[0],
                 where=first[1],
             )
-        elif first is None:
+        elif first is None and self.remember_ids:
             self.seen_ids[case_id] = (suite, f"{sink.file}:{line}")
 
 
@@ -273,11 +276,12 @@ def check_paths(
                 [f for f in default_paths(folder) if os.path.realpath(f) not in asked]
             )
     seen: set[str] = set()
-    for file in files:
+    for n, file in enumerate(files, start=1):
         key = os.path.realpath(file)  # never raises on a symlink loop (Path.resolve does)
         if key in seen:
             continue
         seen.add(key)
+        checker.remember_ids = n < len(files)  # no file after the last one needs its ids
         checker.check_file(file)
     if changed_since:
         check_changed_since(changed_since, folder, result)
