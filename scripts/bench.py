@@ -35,6 +35,7 @@ TITLES = {
     "engine": "Engine: a run against a local server",
     "bareloop": "Against a bare SDK loop",
     "scale": "Scale",
+    "scale100k": "100,000 cases: rag eval run --dataset",
     "chaos": "Faults: a run against a fault-injecting server",
     "injection": "Injection detector",
     "registry": "Prompt registry",

