@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -228,15 +229,45 @@ def report_filename(created_at: str, run_id: str | None = None) -> str:
 
 
 def _summary_head(summary: ReportSummary) -> bytes:
-    """The summary's JSON without its closing brace (the ``cases`` array follows)."""
-    data = summary.model_dump(mode="json") if not isinstance(summary, Report) else None
-    if data is None:  # a full report: its summary fields only
-        data = summary.model_dump(mode="json", exclude={"cases"})
+    """The summary's JSON without its closing brace (the ``cases`` array follows).
+
+    The bad cases (one per bad case: tens of thousands in a 100,000-case run) are dumped one
+    at a time into their place in the text, never as one tree of dicts: the same bytes as
+    dumping the whole summary at once."""
+    exclude = {"cases", "bad_cases"} if isinstance(summary, Report) else {"bad_cases"}
+    data = summary.model_dump(mode="json", exclude=exclude)
     check_finite(data, "report")
+    token = f"bad-cases-{secrets.token_hex(16)}"
+    order = list(type(summary).model_fields)
+    at = order.index("bad_cases")
+    # the summary's fields in the model's order, the bad cases' place held by the token
+    data = {
+        **{k: data[k] for k in order[:at] if k in data},
+        "bad_cases": token,
+        **{k: data[k] for k in order[at + 1 :] if k in data},
+    }
     head = json.dumps(
         data, ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
     )
-    return clean(head[:-1]).encode("utf-8")
+    before, after = head.split(json.dumps(token), 1)
+    parts = [before, "["]
+    for i, bad in enumerate(summary.bad_cases):
+        one = bad.model_dump(mode="json")
+        check_finite(one, f"report.bad_cases[{i}]")
+        if i:
+            parts.append(",")
+        parts.append(
+            json.dumps(
+                one,
+                ensure_ascii=False,
+                allow_nan=False,
+                separators=(",", ":"),
+                check_circular=False,
+            )
+        )
+    parts.append("]")
+    parts.append(after[:-1])
+    return clean("".join(parts)).encode("utf-8")
 
 
 def report_chunks(summary: ReportSummary, case_rows: Callable[[], Iterable[str]]) -> Chunks:

@@ -257,6 +257,10 @@ class DigestTable:
         self._bad: list[bytes | None] = []
         self._prompts = array("i")  # the prompt versions' set
 
+    def clear(self) -> None:
+        """Forget every row (the memory goes back)."""
+        self.__init__()  # type: ignore[misc]
+
     @classmethod
     def of(cls, digests: Iterable[CaseDigest]) -> DigestTable:
         table = cls()
@@ -406,33 +410,38 @@ class DigestTable:
             errored,
         )
         rows = order.tolist()
+        del order
         tags: list[tuple[str, ...]] = [self._label(self._tags, i) for i in rows]
         difficulty = [self._label(self._difficulty, i) for i in rows]
-        cells: Counter[str] = Counter(c for i in rows if (c := self._label(self._cell, i)))
+        breakdown = Breakdowns(
+            by_tag=_groups(((i, t) for i, ts in enumerate(tags) for t in ts), matrix),
+            by_difficulty=_groups(
+                ((i, d if d is not None else "unspecified") for i, d in enumerate(difficulty)),
+                matrix,
+            ),
+        )
         judge_names = {n for n, spec in metric_specs.items() if spec.kind == "judge"}
         judged = [k for k, n in enumerate(names) if n in judge_names]
+        # a judge error is a judge sample that failed; a case whose answer failed (a model
+        # timeout) has no sample: an answer error, not a judge error
+        judge_errors = int((present & (errors > 0) & sampled)[:, judged].sum())
+        # the matrices go before the bad cases are read back (a run's peak is here)
+        del tags, difficulty, matrix, values, errors, sampled, present, defined, errored
+        cells: Counter[str] = Counter(c for i in rows if (c := self._label(self._cell, i)))
         flags = [self._flags[i] for i in rows]
         return SummaryParts(
             summary=summary,
             red_line_hits=hits,
-            breakdowns=Breakdowns(
-                by_tag=_groups(((i, t) for i, ts in enumerate(tags) for t in ts), matrix),
-                by_difficulty=_groups(
-                    ((i, d if d is not None else "unspecified") for i, d in enumerate(difficulty)),
-                    matrix,
-                ),
-            ),
+            breakdowns=breakdown,
             refusal_confusion=_confusion(cells),
             bad_cases=[
                 BadCase.model_validate_json(b) for i in rows if (b := self._bad[i]) is not None
             ],
             outcomes=outcome_counts(self._label(self._outcome, i) or "correct" for i in rows),
-            cases_done=len(order),
+            cases_done=len(rows),
             cases_with_errors=sum(1 for f in flags if f & 1),
             cases_unstable=sum(1 for f in flags if f & 2) if any(f & 4 for f in flags) else None,
-            # a judge error is a judge sample that failed; a case whose answer failed (a model
-            # timeout) has no sample: an answer error, not a judge error
-            judge_errors=int((present & (errors > 0) & sampled)[:, judged].sum()),
+            judge_errors=judge_errors,
             cost_usd=sum(self._cost[i] for i in rows),
             judge_cost_usd=sum(
                 x

@@ -33,6 +33,8 @@ from app.eval.report.records import CaseResult
 from app.paths import cache_dir
 from app.wellformed import model_json
 
+#: stored cases read per query by :meth:`Checkpoint.results`
+RESULTS_PAGE = 256
 #: the longest a finished case waits in a group before it is committed (``commit_every``)
 GROUP_MAX_S = 2.0
 
@@ -92,11 +94,20 @@ class Checkpoint:
         written by an older version is rewritten in today's form, so :meth:`rows` always
         gives what ``CaseResult.model_dump_json()`` writes."""
         self.flush()
-        for case_id, text in self._db.execute("SELECT case_id, result FROM cases").fetchall():
-            result = self._case(case_id, text)
-            if model_json(result) != text:
-                self.save(result)
-            yield case_id, result
+        after = ""
+        while True:  # a page at a time (a resumed 100,000-case run never holds every row)
+            page = self._db.execute(
+                "SELECT case_id, result FROM cases WHERE case_id > ? ORDER BY case_id LIMIT ?",
+                (after, RESULTS_PAGE),
+            ).fetchall()
+            if not page:
+                return
+            for case_id, text in page:
+                result = self._case(case_id, text)
+                if model_json(result) != text:
+                    self.save(result)
+                yield case_id, result
+            after = page[-1][0]
 
     def ids(self) -> set[str]:
         self.flush()

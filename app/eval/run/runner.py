@@ -387,8 +387,11 @@ async def run(
         )
         del wanted
         parts = summary_parts(results, specs(), config.seed)
-        if stop_reason is None and len(results) < len(ids):
-            stop_reason = f"{len(ids) - len(results)} case(s) not run"
+        done_ids = set(results.ids)
+        finished.clear()  # what the summary needed of the cases: gone before the report
+        results.clear()
+        if stop_reason is None and len(done_ids) < len(ids):
+            stop_reason = f"{len(ids) - len(done_ids)} case(s) not run"
         kb_root = Path(config.kb_path) if config.kb_path else kb_dir()
         meta = RunMeta(
             git=git_state(watched=content_dirs(suite.path, kb_root)),
@@ -461,7 +464,6 @@ async def run(
             partial_reason=stop_reason,
             measured=select_metrics(config.metrics),
         )
-        done_ids = set(results.ids)
         cp = checkpoint
         if not write:  # nothing written: the caller gets the cases from the checkpoint
             full = Report(

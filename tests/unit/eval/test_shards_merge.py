@@ -192,3 +192,22 @@ def test_merged_shards_keep_every_sent_text(runs: dict[str, Any]) -> None:
         }
 
     assert sent(merged) == sent(single)  # … and every case's messages read back the same
+
+
+def test_merge_of_files_is_streamed_and_equals_one_process(
+    runs: dict[str, Any], tmp_path: Path
+) -> None:
+    """Shards in the layout a run writes are merged from the files (summaries, then one case
+    at a time): no Report is built, and the written report is the one process's."""
+    from app.eval.report.io import load_report, write_report, write_report_rows
+    from app.eval.report.merge import merge_files
+
+    paths = [write_report(s, tmp_path / f"in{i}")[0] for i, s in enumerate(runs["shards"])]
+    merged = merge_files([paths[2], paths[0], paths[1], paths[0]])  # any order, one twice
+    assert not isinstance(merged, Report)
+    summary, rows = merged
+    path, _ = write_report_rows(summary, rows, tmp_path / "out")
+    report = load_report(path)
+    assert [c.id for c in report.cases] == sorted(c.id for c in runs["single"].cases)
+    assert _comparable(report) == _comparable(runs["single"])
+    assert _comparable(report) == _comparable(merge_reports(runs["shards"]))
