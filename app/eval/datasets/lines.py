@@ -31,6 +31,10 @@ _JSON_KEYS = (
 )
 
 
+#: a line longer than this many times ``dataset_line_bytes`` is not a dataset line (binary
+#: data, a file of zeros): the check stops reading there with an input error (exit 2)
+HOSTILE_LINES = 16
+
 #: a line of a file: its byte offset, its bytes without the ``\n`` (None: over
 #: ``dataset_line_bytes``, not read into memory) and its length in bytes
 RawLine = tuple[int, bytes | None, int]
@@ -51,7 +55,8 @@ def raw_lines_of(data: bytes) -> Iterator[RawLine]:
 def stream_lines(stream: IO[bytes], hasher: Any = None) -> Iterator[RawLine]:
     """The lines of a file read one at a time (``hasher.update`` sees every byte): memory
     holds one line, and a line over ``dataset_line_bytes`` is skipped unread (its length
-    is counted) — a hostile file cannot make the reader hold more than one line."""
+    is counted) — a hostile file cannot make the reader hold more than one line. A line
+    over :data:`HOSTILE_LINES` times the limit ends the reading (size ``-1``)."""
     cap = limit("dataset_line_bytes") + 5  # a BOM, a CR and the newline do not count
     offset = 0
     while True:
@@ -70,6 +75,9 @@ def stream_lines(stream: IO[bytes], hasher: Any = None) -> Iterator[RawLine]:
             return
         ended = False
         while not ended:  # over the limit: count the rest of the line, hold none of it
+            if size > HOSTILE_LINES * cap:  # no dataset line: the reading stops here
+                yield offset, None, -1
+                return
             more = stream.readline(1 << 20)
             if not more:
                 break
@@ -100,6 +108,17 @@ def read_lines(lines: Iterable[RawLine], sink: Sink) -> Iterator[tuple[int, int,
     number = 0
     cap = limit("dataset_line_bytes")
     for number, (offset, raw, size) in enumerate(lines, start=1):
+        if raw is None and size < 0:  # far over the limit: not a dataset file
+            sink.add_text(
+                number,
+                "",
+                f"more than {HOSTILE_LINES * cap:,} bytes without a line end: not a line of "
+                "a dataset (the file is binary or not JSONL)",
+                "check that this is the dataset file (limits: docs/limits.md)",
+                code="unreadable",
+            )
+            sink.result.fatal = True
+            return
         if raw is None:  # over the limit, not read
             sink.add(number, "", "line-too-long", code="line-too-long", size=size, cap=cap)
             continue

@@ -155,3 +155,16 @@ def test_memory_holds_the_index_not_the_cases(tmp_path: Path) -> None:
     small, large = _peak_growth(tmp_path, 100), _peak_growth(tmp_path, 600)
     per_case = (large - small) / 500
     assert per_case < 400, per_case
+
+
+def test_a_file_that_is_no_jsonl_stops_the_check_with_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _set_limit(monkeypatch, "dataset_line_bytes", 1_000)
+    path = tmp_path / "zeros_v1.0.jsonl"
+    with path.open("wb") as fh:
+        fh.truncate(50_000_000)  # sparse: 50 MB of zeros, no line end
+    result = check_paths([path])
+    assert result.fatal and result.exit_code == 2
+    (error,) = result.errors
+    assert error.line == 1 and "without a line end" in error.format()
