@@ -376,54 +376,74 @@ class DigestTable:
         import numpy as np
 
         order = np.asarray(sorted(range(len(self.ids)), key=self.ids.__getitem__), dtype=np.intp)
-        names = list(metric_specs)
-        values = np.full((len(order), len(names)), np.nan)
-        errors = np.full(values.shape, -1, dtype=np.intc)
-        sampled = np.zeros(values.shape, dtype=bool)
-        for k, name in enumerate(names):
-            j = self._metric.get(name)
-            if j is not None and len(order):
-                values[:, k] = np.frombuffer(self._values[j], dtype=float)[order]
-                errors[:, k] = np.frombuffer(self._errors[j], dtype=np.intc)[order]
-                sampled[:, k] = np.frombuffer(self._sampled[j], dtype=np.uint8)[order] == 1
-        present = errors >= 0
-        defined = present & ~np.isnan(values)
-        errored = present & ~defined & (errors > 0)
+        rows = order.tolist()
+        # the groups of the breakdowns: row positions (in id order) per tag and difficulty
+        by_tag: dict[str, list[int]] = defaultdict(list)
+        by_difficulty: dict[str, list[int]] = defaultdict(list)
+        for pos, i in enumerate(rows):
+            for tag in self._label(self._tags, i):
+                by_tag[tag].append(pos)
+            d = self._label(self._difficulty, i)
+            by_difficulty[d if d is not None else "unspecified"].append(pos)
+        groups = {
+            kind: {label: np.asarray(found[label], dtype=np.intp) for label in sorted(found)}
+            for kind, found in (("tags", by_tag), ("difficulty", by_difficulty))
+        }
+        del by_tag, by_difficulty
+        group_metrics: dict[str, dict[str, dict[str, GroupMetric]]] = {
+            kind: {label: {} for label in found} for kind, found in groups.items()
+        }
         summary: dict[str, Distribution] = {}
-        for k, (name, spec) in enumerate(metric_specs.items()):
-            column = values[present[:, k], k]
+        hits: dict[str, int] = {}
+        judge_errors = 0
+        # one metric at a time (a 100,000-case run: a column is 0.8 MB, the matrix 14 MB)
+        for name, spec in metric_specs.items():
+            j = self._metric.get(name)
+            if j is None:
+                values = np.full(len(order), np.nan)
+                errors = np.full(len(order), -1, dtype=np.intc)
+                sampled = np.zeros(len(order), dtype=bool)
+            else:
+                values = np.frombuffer(self._values[j], dtype=float)[order]
+                errors = np.frombuffer(self._errors[j], dtype=np.intc)[order]
+                sampled = np.frombuffer(self._sampled[j], dtype=np.uint8)[order] == 1
+            present = errors >= 0
+            defined = present & ~np.isnan(values)
+            errored = present & ~defined & (errors > 0)
             dist = describe(
-                [None if math.isnan(v) else v for v in column.tolist()],
-                n_errors=int(errored[:, k].sum()),
+                [None if math.isnan(v) else v for v in values[present].tolist()],
+                n_errors=int(errored.sum()),
                 unit=spec.unit,
                 seed=stable_seed(seed, name),
             )
             summary[name] = Distribution.model_validate(dist)
-        hits = {
-            name: int((defined[:, k] & (np.where(defined[:, k], values[:, k], 0.0) > 0)).sum())
-            for k, (name, spec) in enumerate(metric_specs.items())
-            if spec.red_line
-        }
-        np.nan_to_num(values, copy=False, nan=0.0)  # undefined entries are 0.0, in place
-        matrix = ({n: k for k, n in enumerate(names)}, values, defined, errored)
-        rows = order.tolist()
-        del order
-        tags: list[tuple[str, ...]] = [self._label(self._tags, i) for i in rows]
-        difficulty = [self._label(self._difficulty, i) for i in rows]
+            np.nan_to_num(values, copy=False, nan=0.0)  # undefined entries are 0.0
+            if spec.red_line:
+                hits[name] = int((defined & (values > 0)).sum())
+            if spec.kind == "judge":
+                # a judge error is a judge sample that failed; a case whose answer failed (a
+                # model timeout) has no sample: an answer error, not a judge error
+                judge_errors += int((present & (errors > 0) & sampled).sum())
+            for kind, found in groups.items():
+                for label, members in found.items():
+                    n = int(defined[members].sum())
+                    # the last entry of a cumulative sum down the group's rows: left to
+                    # right, as sum() over its values in case order (the same floats)
+                    total = float(np.cumsum(values[members])[-1])
+                    group_metrics[kind][label][name] = GroupMetric(
+                        n=n, n_errors=int(errored[members].sum()), mean=total / n if n else None
+                    )
         breakdown = Breakdowns(
-            by_tag=_groups(((i, t) for i, ts in enumerate(tags) for t in ts), matrix),
-            by_difficulty=_groups(
-                ((i, d if d is not None else "unspecified") for i, d in enumerate(difficulty)),
-                matrix,
-            ),
+            by_tag={
+                label: Group(cases=len(members), metrics=group_metrics["tags"][label])
+                for label, members in groups["tags"].items()
+            },
+            by_difficulty={
+                label: Group(cases=len(members), metrics=group_metrics["difficulty"][label])
+                for label, members in groups["difficulty"].items()
+            },
         )
-        judge_names = {n for n, spec in metric_specs.items() if spec.kind == "judge"}
-        judged = [k for k, n in enumerate(names) if n in judge_names]
-        # a judge error is a judge sample that failed; a case whose answer failed (a model
-        # timeout) has no sample: an answer error, not a judge error
-        judge_errors = int((present & (errors > 0) & sampled)[:, judged].sum())
-        # the matrices go before the bad cases are read back (a run's peak is here)
-        del tags, difficulty, matrix, values, errors, sampled, present, defined, errored
+        del order, groups, group_metrics
         cells: Counter[str] = Counter(c for i in rows if (c := self._label(self._cell, i)))
         flags = [self._flags[i] for i in rows]
         return SummaryParts(
@@ -465,38 +485,6 @@ def _bad_cases(rows: Iterable[bytes]) -> list[BadCase]:
                 reason = reasons[key] = BadReason.model_validate(r)
             shared.append(reason)
         out.append(BadCase.model_construct(id=data["id"], reasons=shared))
-    return out
-
-
-def _groups(members: Iterable[tuple[int, str]], matrix: Any) -> dict[str, Group]:
-    """Per tag (or difficulty): cases, and each metric's defined count, errors and mean.
-
-    ``matrix``: the (cases × metrics) values (undefined: 0.0); a group's sum is the last
-    entry of a cumulative sum down its rows — left to right, as ``sum()`` over the group's
-    values in case order, so the means are the same floats."""
-    import numpy as np
-
-    col, values, defined, errored = matrix
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, label in members:
-        groups[label].append(i)
-    out: dict[str, Group] = {}
-    for label in sorted(groups):
-        rows = np.asarray(groups[label], dtype=np.intp)
-        n = defined[rows].sum(axis=0)
-        n_errors = errored[rows].sum(axis=0)
-        sums = np.cumsum(values[rows], axis=0)[-1]
-        out[label] = Group(
-            cases=len(rows),
-            metrics={
-                name: GroupMetric(
-                    n=int(n[j]),
-                    n_errors=int(n_errors[j]),
-                    mean=float(sums[j]) / int(n[j]) if n[j] else None,
-                )
-                for name, j in col.items()
-            },
-        )
     return out
 
 
