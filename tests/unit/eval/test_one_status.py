@@ -51,6 +51,7 @@ def _viewer_statuses(report_path: Path) -> tuple[str, str]:
     from html import unescape
 
     from app.eval.report.io import load_report
+    from app.eval.report.stream import read_summary
     from app.view.model import RunEntry
     from app.view.pages import run_page, runs_page
 
@@ -58,7 +59,7 @@ def _viewer_statuses(report_path: Path) -> tuple[str, str]:
     page = run_page(report, {c.id: f"case/{c.id}" for c in report.cases})
     badge = re.search(r'<p id="status" class="status (\w+)">(.*?)</p>', page, re.S)
     assert badge is not None, page[:2000]
-    entry = RunEntry(key=report.run_id, path=report_path, report=report)
+    entry = RunEntry(key=report.run_id, path=report_path, summary=read_summary(report_path))
     listing = runs_page([entry], "reports", {report.run_id: "run"}, "compare")
     cell = re.search(r'<td class="status (\w+)">(.*?)</td>', listing, re.S)
     assert cell is not None
