@@ -9,7 +9,6 @@ checkout (an editable install) and is missing from a built wheel — this test n
 from __future__ import annotations
 
 import fnmatch
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -45,9 +44,13 @@ def _packaged(rel: str, data: dict[str, list[str]]) -> bool:
 
 
 def _tracked_data_files() -> list[str]:
-    out = subprocess.run(
-        ["git", "ls-files", "app"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split()
+    """Files under ``app/`` (the folder, not git: the recipe tests run this on a scratch copy
+    that is no repository), byte-code and per-process caches left out."""
+    out = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "app").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    ]
     return [f for f in out if not f.endswith(".py") or "/prompts/" in f]
 
 
