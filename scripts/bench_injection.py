@@ -62,14 +62,21 @@ def cpu(fn: object, *args: object) -> float:
 
 
 def ask_cpu(question: str) -> tuple[float, int, str]:
+    """CPU of one ``rag ask`` process, with an empty vector cache of its own: a question asked
+    before (an earlier round, an earlier bench run) would otherwise find its query vector cached
+    and skip the embedding the row is about. The KB's vectors come from the shipped file."""
+    import tempfile
+
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(
-        [sys.executable, "-m", "app", "ask", "--acl", "employee", question],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    with tempfile.TemporaryDirectory(prefix="bench-ask-") as cache:
+        proc = subprocess.run(
+            [sys.executable, "-m", "app", "ask", "--acl", "employee", question],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=False,
+            env={**os.environ, "RAG_EMBED_CACHE_DIR": cache},
+        )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return used, proc.returncode, (proc.stderr or proc.stdout).strip().splitlines()[-1][:90]
