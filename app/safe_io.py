@@ -132,16 +132,8 @@ def read_bytes(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
     The first read asks for the whole file (its size from the check, + 1 to see growth), so a
     file that does not change is one buffer, never held twice while chunks are joined."""
     size = check_file(path, max_bytes=max_bytes, what=what)
+    fd = _open_checked(path, what)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise UnsafeInput(
-            path, f"cannot be read ({exc.strerror})", "check the file's permissions"
-        ) from None
-    try:
-        kind = _kind(os.fstat(fd).st_mode)
-        if kind is not None:  # swapped between stat and open
-            raise UnsafeInput(path, f"is {kind}, not a {what}", f"give a regular {what}")
         chunks: list[bytes] = []
         left = max_bytes + 1
         want = min(left, size + 1)
@@ -172,17 +164,29 @@ def open_regular(path: Path, *, what: str = "file") -> BinaryIO:
     refusals as :func:`read_bytes` but the size: not found, a loop, a directory, a FIFO,
     socket or device (checked with ``stat`` and again on the open descriptor)."""
     _stat_checked(path, what)
+    return os.fdopen(_open_checked(path, what), "rb", buffering=1 << 20)
+
+
+def _open_checked(path: Path, what: str) -> int:
+    """A read-only descriptor of ``path``, checked again on the descriptor (a file swapped for
+    a FIFO or device between ``stat`` and ``open`` is refused, the descriptor closed)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
         raise UnsafeInput(
             path, f"cannot be read ({exc.strerror})", "check the file's permissions"
         ) from None
-    kind = _kind(os.fstat(fd).st_mode)
+    try:
+        kind = _kind(os.fstat(fd).st_mode)
+    except OSError as exc:
+        os.close(fd)
+        raise UnsafeInput(
+            path, f"cannot be read ({exc.strerror})", "check the file and its permissions"
+        ) from None
     if kind is not None:  # swapped between stat and open
         os.close(fd)
         raise UnsafeInput(path, f"is {kind}, not a {what}", f"give a regular {what}")
-    return os.fdopen(fd, "rb", buffering=1 << 20)
+    return fd
 
 
 def _stat_checked(path: Path, what: str) -> None:
