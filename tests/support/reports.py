@@ -5,6 +5,7 @@ summary and bad cases computed by the harness's own functions from those cases."
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from app.eval.config import Gate, RunConfig
@@ -202,3 +203,18 @@ def verdict(name: str, outcome: Literal["pass", "fail", "no_data"]) -> MetricVer
         verdict=outcome,
         reason=None if outcome == "pass" else f"{name}: {outcome}",
     )
+
+
+def run_smoke(out: Path, limit: int) -> Path:
+    """A real offline ``rag eval run --suite smoke --limit N`` into ``out``: its report's path
+    (for the readers' tests that want a report the run wrote, not a synthetic one)."""
+    from click.testing import CliRunner
+
+    from app.cli.eval import cli
+
+    res = CliRunner().invoke(
+        cli, ["run", "--suite", "smoke", "--limit", str(limit), "--quiet", "--out", str(out)]
+    )
+    assert res.exit_code in (0, 1), res.output
+    (path,) = out.glob("eval_*.json")
+    return path

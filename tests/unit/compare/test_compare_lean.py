@@ -13,19 +13,12 @@ from click.testing import CliRunner
 from app.eval.compare import compare_files, compare_reports, comparison_markdown
 from app.eval.report.io import load_report, report_chunks
 from app.eval.report.records import ReportSummary
+from tests.support.reports import run_smoke
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from app.cli.eval import cli
-
-    out = tmp_path_factory.mktemp("smoke")
-    res = CliRunner().invoke(
-        cli, ["run", "--suite", "smoke", "--limit", "6", "--quiet", "--out", str(out)]
-    )
-    assert res.exit_code in (0, 1), res.output
-    (path,) = out.glob("eval_*.json")
-    return path
+    return run_smoke(tmp_path_factory.mktemp("smoke"), 6)
 
 
 def _write_lines(data: dict[str, Any], path: Path) -> None:

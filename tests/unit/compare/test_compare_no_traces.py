@@ -5,20 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from app.cli.eval import cli
 from app.eval.compare import compare_files, compare_reports, comparison_markdown
 from app.eval.report.io import load_report
+from tests.support.reports import run_smoke
 
 
 def _run_smoke(out: Path) -> Path:
-    res = CliRunner().invoke(
-        cli, ["run", "--suite", "smoke", "--limit", "6", "--quiet", "--out", str(out)]
-    )
-    assert res.exit_code in (0, 1), res.output
-    (path,) = out.glob("eval_*.json")
-    return path
+    return run_smoke(out, 6)
 
 
 def test_compare_without_traces_is_the_comparison_with_them(tmp_path: Path) -> None:

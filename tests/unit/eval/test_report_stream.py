@@ -11,7 +11,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from click.testing import CliRunner
 
 from app.errors import ReportError
 from app.eval.report.io import load_report
@@ -31,6 +30,7 @@ from app.eval.report.stream import (
 )
 from app.eval.report.views import LeanRepeat, LeanSample
 from app.eval.scoring.base import Score
+from tests.support.reports import run_smoke
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -101,15 +101,7 @@ def test_lean_case_keeps_the_cost_bound() -> None:
 
 @pytest.fixture(scope="module")
 def run_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from app.cli.eval import cli
-
-    out = tmp_path_factory.mktemp("run")
-    res = CliRunner().invoke(
-        cli, ["run", "--suite", "smoke", "--limit", "8", "--quiet", "--out", str(out)]
-    )
-    assert res.exit_code in (0, 1), res.output
-    (path,) = out.glob("eval_*.json")
-    return path
+    return run_smoke(tmp_path_factory.mktemp("run"), 8)
 
 
 def _full_view(path: Path) -> tuple[dict[str, Any], list[LeanCase]]:

@@ -8,22 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from scripts.big_report import write_big_report
+from tests.support.reports import run_smoke
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from app.cli.eval import cli
-
-    out = tmp_path_factory.mktemp("smoke")
-    res = CliRunner().invoke(
-        cli, ["run", "--suite", "smoke", "--limit", "8", "--quiet", "--out", str(out)]
-    )
-    assert res.exit_code in (0, 1), res.output
-    (path,) = out.glob("eval_*.json")
-    return path
+    return run_smoke(tmp_path_factory.mktemp("smoke"), 8)
 
 
 @pytest.fixture(scope="module")
