@@ -3,8 +3,10 @@
 ``describe`` returns n, n_errors, n_null, mean, std (sample, ddof=1), min, p10, median,
 p90, max, a histogram and a 95 % percentile-bootstrap CI of the mean (seeded, so the same
 values give the same interval). Quantiles use linear interpolation (numpy's default,
-Hyndman–Fan type 7). numpy is imported by the functions, not the module: a run imports it
-when its summary is computed, after the last case, not before the first request.
+Hyndman–Fan type 7), computed by :func:`quantiles` — ``np.quantile``'s arithmetic without
+its call of ``np.unique``, which imports ``numpy.ma`` (1.9 MB). numpy is imported by the
+functions, not the module: a run imports it when its summary is computed, after the last
+case, not before the first request.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from typing import Any
 
 BOOTSTRAP_RESAMPLES = 2000
 # Resample index matrices are drawn this many cells at a time (8 bytes each, and as much
-# again for the values they pick: 4 MB), so a bootstrap of 10,000 cases needs 4 MB, not
+# again for the values they pick: 256 KB), so a bootstrap of 10,000 cases needs 256 KB, not
 # resamples × n × 16 = 320 MB (at 2,000,000 cells it was the run's peak: +32 MB after the
-# last case). Successive draws from one Generator give the same stream as one big draw:
-# the CI is bit-identical (tests/unit/eval/test_bootstrap_bounded.py).
-BOOTSTRAP_CHUNK_CELLS = 262_144
+# last case; at 262,144 cells, 4 MB, it still was the 200-case peer job's: +3.9 MB).
+# Successive draws from one Generator give the same stream as one big draw: the CI is
+# bit-identical (tests/unit/eval/test_bootstrap_bounded.py).
+BOOTSTRAP_CHUNK_CELLS = 16_384
 # Values with at most this many distinct levels are resampled by level counts
 # (:func:`level_bootstrap_means`), others by indices (:func:`bootstrap_means`).
 MULTINOMIAL_MAX_LEVELS = 64
@@ -67,8 +70,47 @@ def bootstrap_ci(
         means = level_bootstrap_means(levels, counts, resamples=resamples, seed=seed)
     else:
         means = bootstrap_means(arr, resamples=resamples, seed=seed)
-    lo, hi = np.quantile(means, [0.025, 0.975])
-    return [float(lo), float(hi)]
+    lo, hi = quantiles(means, (0.025, 0.975))
+    return [lo, hi]
+
+
+def quantiles(arr: Any, qs: Sequence[float]) -> list[float]:
+    """``np.quantile(arr, qs)`` of a 1-D float array (linear, Hyndman–Fan type 7), bit for
+    bit: the same ``partition`` of a copy around the same order statistics (so equal values
+    such as ``0.0`` and ``-0.0`` land where numpy puts them), the same index and weight
+    arithmetic and the same two-sided interpolation (``a + (b - a)·γ``, or
+    ``b - (b - a)·(1 - γ)`` for γ ≥ 0.5). It differs only in finding the distinct order
+    statistics with ``sorted(set())`` where numpy calls ``np.unique``, whose first call
+    imports ``numpy.ma`` (1.9 MB more at a run's peak). tests/unit/eval/test_quantiles_numpy.py
+    checks the bits against ``np.quantile``."""
+    import numpy as np
+
+    n = len(arr)
+    if n == 0:
+        raise ValueError("quantiles of no values")
+    last = n - 1
+    picks: list[tuple[int, int, float]] = []
+    for q in qs:
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"quantile {q!r} is not within [0, 1]")
+        virtual = last * float(q)  # numpy: (n - 1) * quantiles, in float64
+        if virtual >= last:  # at or past the last value: the maximum (index -1)
+            prev = nxt = -1
+        else:
+            prev = math.floor(virtual)
+            nxt = prev + 1
+        picks.append((prev, nxt, virtual - prev))  # γ is taken after the clipping, as numpy
+    kth = sorted({0, -1, *(p for p, _, _ in picks), *(x for _, x, _ in picks)})
+    part = np.array(arr, dtype=float)  # a copy, as np.quantile's flatten()
+    part.partition(kth)
+    top = float(part[-1])  # NaN sorts last: numpy then answers that NaN
+    out = []
+    for prev, nxt, gamma in picks:
+        a, b = float(part[prev]), float(part[nxt])
+        diff = b - a
+        value = b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
+        out.append(top if math.isnan(top) else value)
+    return out
 
 
 def level_bootstrap_means(levels: Any, counts: Any, *, resamples: int, seed: int) -> Any:
@@ -127,15 +169,15 @@ def describe(
         out["reason"] = "no defined values"
         return out
     arr = np.asarray(defined, dtype=float)
-    p10, median, p90 = np.quantile(arr, [0.1, 0.5, 0.9])
+    p10, median, p90 = quantiles(arr, (0.1, 0.5, 0.9))
     out.update(
         {
             "mean": _finite(float(arr.mean())),
             "std": _finite(float(arr.std(ddof=1))) if len(arr) > 1 else 0.0,
             "min": float(arr.min()),
-            "p10": float(p10),
-            "median": float(median),
-            "p90": float(p90),
+            "p10": p10,
+            "median": median,
+            "p90": p90,
             "max": float(arr.max()),
             "histogram": histogram(defined, unit),
             "ci95": bootstrap_ci(defined, seed=seed),
