@@ -61,6 +61,30 @@ def test_a_shipped_vector_is_used_and_nothing_is_embedded(tmp_path: Path) -> Non
     )
 
 
+def test_a_shipped_vector_is_not_copied_into_the_cache_file(tmp_path: Path) -> None:
+    """A shipped vector costs no write (each was a transaction and a disk sync of its own,
+    one per question of a run); the next process finds it shipped again, the same floats."""
+    import sqlite3
+
+    path = _ship(tmp_path, "ship-v1", ["年假 5 天", "报销"])
+    first = CachedEmbedder(
+        Counting("ship-v1"), tmp_path / "cache", shipped=ShippedVectors("ship-v1", path)
+    )
+    for text in ["年假 5 天", "报销", "new text"]:  # one at a time, as a run's questions
+        first.embed([text], "passage")
+    db = sqlite3.connect(first.path)
+    try:
+        stored = {h for (h,) in db.execute("SELECT h FROM vec")}
+    finally:
+        db.close()
+    assert stored == {first._hash("new text", "passage")}  # only what was embedded
+    inner = Counting("ship-v1")
+    again = CachedEmbedder(inner, tmp_path / "cache", shipped=ShippedVectors("ship-v1", path))
+    out = again.embed(["年假 5 天", "报销", "new text"], "passage")
+    assert inner.embedded == 0 and again.from_shipped == 2
+    assert out.tolist() == [[0.0, 0.0, 7.0], [0.0, 0.0, 7.0], [8.0, 1.0, 0.0]]
+
+
 @pytest.mark.parametrize("damage", ["flip-a-byte", "other-key", "garbage"])
 def test_a_damaged_or_foreign_file_is_refused_aloud_and_the_texts_embedded(
     tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
