@@ -30,7 +30,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -354,7 +354,7 @@ async def run(
         try:
             # with --batch every case is in flight at once, so their calls share batches
             tasks = len(todo) if config.batch else 2 * config.concurrency
-            await asyncio.gather(*(worker() for _ in range(max(1, tasks))))
+            await ramp(worker, max(1, tasks))
             if pool is not None:  # the workers' last cases; a dead worker's are run here
                 lost = await pool.finish()
                 workers.absorb(pool, finished, reported)
@@ -368,7 +368,7 @@ async def run(
                     bar,
                     reported,
                 )
-                await asyncio.gather(*(worker() for _ in range(max(1, tasks))))
+                await ramp(worker, max(1, tasks))
                 earlier = [process_stats(p) for p in checkpoint.processes(process_key)]
         finally:
             if pool is not None:
@@ -481,6 +481,24 @@ async def run(
             await own.aclose()
         if checkpoint is not None:
             checkpoint.close()
+
+
+async def ramp(start: Callable[[], Awaitable[None]], count: int) -> None:
+    """Run ``count`` copies of ``start()`` at once, started one event-loop turn apart: the
+    loop polls its sockets between two starts, so the first case's request leaves as soon
+    as its own work is done, not after every other case in flight has done its own (a case's
+    pipeline runs until its first provider call without yielding). Ends when all have ended;
+    the first exception propagates as from :func:`asyncio.gather`."""
+    tasks: list[asyncio.Future[None]] = []
+    try:
+        for _ in range(count):
+            tasks.append(asyncio.ensure_future(start()))
+            await asyncio.sleep(0)  # one loop turn: the started copy runs to its first await
+    except BaseException:  # cancelled while starting: the started copies go with it
+        for task in tasks:
+            task.cancel()
+        raise
+    await asyncio.gather(*tasks)
 
 
 def totals(
