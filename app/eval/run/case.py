@@ -13,13 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.eval.config import RunConfig
 from app.eval.datasets.case import Case
-from app.eval.report.outcome import with_outcome
-from app.eval.report.records import CaseResult
-from app.eval.report.summary import CaseDigest, digest
+from app.eval.report.summary import digest
 from app.eval.run import repeat
 from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory, observe_case
@@ -39,6 +37,12 @@ from app.llm.engine_stats import EngineStats
 from app.llm.recording import invalid_text
 from app.llm.types import EngineLike
 from app.redact import redact
+
+# a case's record and outcome are imported when the first case ends, not before the first
+# request leaves (the runner's loop waits on the network by then)
+if TYPE_CHECKING:
+    from app.eval.report.records import CaseResult
+    from app.eval.report.summary import CaseDigest
 
 
 @dataclass
@@ -63,6 +67,8 @@ class CaseRun:
             result = await evaluate_case(
                 case, self.factory, self.engine, self.config, self.base_ctx
             )
+            from app.eval.report.outcome import with_outcome  # once the case has ended
+
             result = with_outcome(result, self.bad_judge_score)  # where it failed, if it did
         # with this process's counters so far (a later --resume sums every process's)
         record = process_record(self.engine, self.started, worker_of=self.worker_of)
@@ -83,6 +89,8 @@ class CaseRun:
             ),
             one_by_one=in_process(self.config.model_ref.require_provider()),
         )
+        from app.eval.report.outcome import with_outcome  # once the samples have ended
+
         first = with_outcome(results[0], self.bad_judge_score)  # where it failed, if it did
         samples = [
             repeat.sample_of(r, i, self.judge_metrics, self.bad_judge_score)
@@ -175,6 +183,8 @@ def _result(
     errors: list[str],
     cost: float,
 ) -> CaseResult:
+    from app.eval.report.records import CaseResult
+
     red = [n for n in red_line_metrics() if n in metrics and (metrics[n].value or 0) > 0]
     return CaseResult(
         id=case.id,

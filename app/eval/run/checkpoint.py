@@ -23,15 +23,17 @@ import sqlite3
 import time
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from pydantic import ValidationError
 
 from app.errors import ConfigError
-from app.eval.report.records import CaseResult
 from app.paths import cache_dir
 from app.wellformed import model_json
+
+if TYPE_CHECKING:  # read back when a stored case is (a new run starts without the records)
+    from app.eval.report.records import CaseResult
 
 #: stored cases read per query by :meth:`Checkpoint.results`
 RESULTS_PAGE = 256
@@ -124,6 +126,8 @@ class Checkpoint:
                 yield text
 
     def _case(self, case_id: str, text: str) -> CaseResult:
+        from app.eval.report.records import CaseResult
+
         try:
             return CaseResult.model_validate_json(text)
         except ValidationError as first:

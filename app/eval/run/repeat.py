@@ -25,11 +25,13 @@ import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from app.eval.config import RunConfig
-from app.eval.report.records import CaseResult, Repeat, Sample
-from app.eval.report.summary import bad_case
 from app.eval.scoring.table import specs
+
+if TYPE_CHECKING:  # imported when a sample is recorded (a run starts without the records)
+    from app.eval.report.records import CaseResult, Repeat, Sample
 
 #: metric groups whose spread says nothing about the answer (they move with the machine)
 NOT_COUNTED_GROUPS = ("cost",)
@@ -67,6 +69,9 @@ def sample_of(
     result: CaseResult, index: int, judge_metrics: Sequence[str], bad_judge_score: float
 ) -> Sample:
     """One sample's compact record."""
+    from app.eval.report.records import Sample
+    from app.eval.report.summary import bad_case
+
     failed = result.answer is None or bool(result.errors)
     return Sample(
         index=index,
@@ -88,6 +93,8 @@ def sample_of(
 
 def summarise(samples: Sequence[Sample], margins: Mapping[str, float]) -> Repeat:
     """Flip rate, spread and the unstable flag of a case's samples (index order)."""
+    from app.eval.report.records import Repeat
+
     reasons: list[str] = []
     failed = [s.index for s in samples if s.error is not None]
     if failed:

