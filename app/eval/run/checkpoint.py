@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -46,29 +47,87 @@ def runs_dir() -> Path:
 
 
 class Checkpoint:
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, config: dict[str, Any] | None = None, *, background: bool = False
+    ) -> None:
+        """Open (or make) the database at ``path``; ``config``: store it as a new run's
+        configuration, in the transaction that makes the tables (a run killed meanwhile
+        leaves both or neither). ``background``: the database is opened by a thread (its
+        file writes and syncs release the GIL) while the caller goes on; the first use
+        waits for it (:meth:`ready`) and raises what it raised."""
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS cases (case_id TEXT PRIMARY KEY, result TEXT NOT NULL)"
-        )
         self.commit_every = 1  # cases per transaction (see the module docstring)
         self._group: list[tuple[str, str]] = []  # finished cases not committed yet
         self._group_meta: dict[str, Any] = {}  # their meta entries (the last of each key)
         self._group_since = 0.0
+        self._conn: sqlite3.Connection | None = None
+        self._failed: BaseException | None = None
+        self._opening: threading.Thread | None = None
+        if background:
+            self._opening = threading.Thread(
+                target=self._open_aside, args=(config,), name="checkpoint-open", daemon=True
+            )
+            self._opening.start()
+        else:
+            self._conn = self._connect(config)
+
+    def _connect(self, config: dict[str, Any] | None) -> sqlite3.Connection:
+        # check_same_thread=False: opened by the thread of ``background``, used by the
+        # caller's thread once ready() has joined it (never by two threads at once)
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("BEGIN")
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS cases (case_id TEXT PRIMARY KEY, result TEXT NOT NULL)"
+            )
+            if config is not None:
+                db.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _open_aside(self, config: dict[str, Any] | None) -> None:
+        try:
+            self._conn = self._connect(config)
+        except BaseException as exc:  # raised in the caller's thread by ready()
+            self._failed = exc
+
+    def ready(self) -> None:
+        """Wait until the database is open (``background``); raise what opening raised."""
+        if self._opening is not None:
+            self._opening.join()
+            self._opening = None
+        if self._failed is not None:
+            raise self._failed
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.ready()
+            assert self._conn is not None
+        return self._conn
 
     @classmethod
-    def create(cls, run_id: str, config: dict[str, Any], root: Path | None = None) -> Checkpoint:
+    def create(
+        cls,
+        run_id: str,
+        config: dict[str, Any],
+        root: Path | None = None,
+        *,
+        background: bool = False,
+    ) -> Checkpoint:
+        """A new run's checkpoint holding ``config`` (``background``: see ``__init__``; a
+        run opens its checkpoint while its first case works toward its first request)."""
         path = (root or runs_dir()) / f"{run_id}.sqlite3"
         if path.exists():
             raise ConfigError(f"run {run_id} already has a checkpoint at {path}; use --resume")
-        cp = cls(path)
-        cp._db.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config),))
-        return cp
+        return cls(path, config, background=background)
 
     @classmethod
     def open(cls, run_id: str, root: Path | None = None) -> Checkpoint:
@@ -212,7 +271,9 @@ class Checkpoint:
         try:
             self.flush()
         finally:
-            self._db.close()
+            self.ready()
+            if self._conn is not None:
+                self._conn.close()
 
 
 def meta_json(value: Any) -> str:

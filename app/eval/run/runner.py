@@ -278,14 +278,23 @@ async def run(
             for ref in (config.model_ref, config.judge_ref):
                 if ref is not None:
                     eng.provider(ref.require_provider())
-        if checkpoint is None:
-            checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root)
+        fresh = checkpoint is None  # a checkpoint this run makes holds nothing yet
+        if checkpoint is None:  # opened by a thread while the first cases start
+            checkpoint = Checkpoint.create(run_id, config.to_json(), runs_root, background=True)
         if workers.in_process(config):  # a case costs CPU only (and comes out the same)
             checkpoint.commit_every = CHECKPOINT_GROUP
         base_ctx = MetricContext(k=config.k, chunk_acl=factory.chunk_acl(), canary=factory.canary())
         process_key = f"process:{secrets.token_hex(4)}"
-        earlier = [process_stats(p) for p in checkpoint.processes(except_key=process_key)]
-        earlier_s = sum(float(p.get("duration_s", 0.0) or 0.0) for p in checkpoint.processes())
+        earlier = (
+            []
+            if fresh
+            else [process_stats(p) for p in checkpoint.processes(except_key=process_key)]
+        )
+        earlier_s = (
+            0.0
+            if fresh
+            else sum(float(p.get("duration_s", 0.0) or 0.0) for p in checkpoint.processes())
+        )
         judges = sorted(n for n, spec in specs().items() if spec.kind == "judge")
         bar = thresholds.bad_judge_score
         run_case = CaseRun(
@@ -293,7 +302,11 @@ async def run(
         )
         # what the summary needs of each finished case; the results themselves stay in the
         # checkpoint (a 10,000-case run never holds them all)
-        finished = DigestTable.of(digest(result, judges, bar) for _, result in checkpoint.results())
+        finished = (
+            DigestTable()
+            if fresh
+            else DigestTable.of(digest(result, judges, bar) for _, result in checkpoint.results())
+        )
         todo = [i for i in chosen if suite.ids[i] not in finished]
         progress = _Progress(total=len(chosen), on_update=on_progress)
         progress.done = len(chosen) - len(todo)
@@ -312,6 +325,7 @@ async def run(
         count = workers.planned(config, len(todo), own_engine=own is not None)
         if count > 1:  # the workers read their query vectors instead of each loading the model
             factory.prefetch_queries(suite.questions(todo))
+            checkpoint.ready()  # and open the checkpoint's file themselves
         pool = workers.start(
             config,
             pending,
