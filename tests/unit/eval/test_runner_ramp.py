@@ -6,6 +6,7 @@ run cancels every copy already started."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 
@@ -78,3 +79,51 @@ def test_a_run_cancelled_after_all_started_cancels_them_all() -> None:
     started = _cancel_after(turns=20, count=5)
     assert len(started) == 5
     assert all(t.cancelled() for t in started)
+
+
+# the first case's I/O: a socket pair whose byte is already there, which the loop sees at its
+# next poll (deterministic: no thread, no clock)
+COPIES = 32
+
+
+async def _started_before_first_io(launch: str) -> tuple[int, int]:
+    """(copies started when copy 0's I/O came back, copies run to the end)."""
+    loop = asyncio.get_running_loop()
+    a, b = socket.socketpair()
+    started: list[int] = []
+    ended: list[int] = []
+    seen: list[int] = []
+
+    async def copy() -> None:
+        index = len(started)
+        started.append(index)
+        if index == 0:  # the first case: its request goes out, its reply is there already
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(b, ready.set_result, None)
+            a.send(b"x")
+            try:
+                await ready
+            finally:
+                loop.remove_reader(b)
+            seen.append(len(started))
+        else:
+            await asyncio.sleep(0)
+        ended.append(index)
+
+    try:
+        if launch == "ramp":
+            await ramp(copy, COPIES)
+        else:  # what the runner did before: every copy's first step before the loop polls
+            await asyncio.gather(*(copy() for _ in range(COPIES)))
+    finally:
+        a.close()
+        b.close()
+    return seen[0], len(ended)
+
+
+def test_the_first_io_completes_after_a_few_starts_not_all() -> None:
+    started, ended = asyncio.run(_started_before_first_io("ramp"))
+    assert ended == COPIES
+    assert started <= 3
+    # the same I/O under a plain gather waits for every copy's first step
+    assert asyncio.run(_started_before_first_io("gather")) == (COPIES, COPIES)
