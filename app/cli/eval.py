@@ -297,10 +297,11 @@ def run_cmd(ctx: click.Context, run: EvalRunOptions) -> None:
         f"run {run_id}"
         + (" (resuming with its stored configuration; other options are ignored)" if resume else "")
     )
-    from app.eval.run.repeat import offline_note
+    if config.repeat > 1:  # (a run asked once does not import --repeat's code before it starts)
+        from app.eval.run.repeat import offline_note
 
-    if (note := offline_note(config)) is not None:
-        err.print(note)
+        if (note := offline_note(config)) is not None:
+            err.print(note)
     task = (
         None
         if progress is None

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from app.eval.config import RunConfig
 from app.eval.datasets.case import Case
 from app.eval.report.summary import digest
-from app.eval.run import repeat
 from app.eval.run.checkpoint import Checkpoint
 from app.eval.run.observe import PipelineFactory, observe_case
 from app.eval.scoring.base import MetricContext, Score
@@ -61,7 +60,7 @@ class CaseRun:
     worker_of: str | None = None  #: the main process's key (a worker process)
 
     async def __call__(self, case: Case) -> tuple[CaseResult, CaseDigest]:
-        if repeat.sampled(self.config):
+        if self._sampled():
             result = await self._repeat(case)
         else:
             result = await evaluate_case(
@@ -74,6 +73,13 @@ class CaseRun:
         record = process_record(self.engine, self.started, worker_of=self.worker_of)
         self.checkpoint.save(result, meta=(self.key, record))
         return result, digest(result, self.judge_metrics, self.bad_judge_score)
+
+    def _sampled(self) -> bool:
+        if self.config.repeat <= 1:  # asked once: --repeat's code is not imported
+            return False
+        from app.eval.run import repeat
+
+        return repeat.sampled(self.config)
 
     async def _repeat(self, case: Case) -> CaseResult:
         """``--repeat K``: the K samples of the case, asked together (a batch or a slow
@@ -90,6 +96,7 @@ class CaseRun:
             one_by_one=in_process(self.config.model_ref.require_provider()),
         )
         from app.eval.report.outcome import with_outcome  # once the samples have ended
+        from app.eval.run import repeat
 
         first = with_outcome(results[0], self.bad_judge_score)  # where it failed, if it did
         samples = [

@@ -75,7 +75,7 @@ FIRST_REQUEST = r"""
 import json, os, socket, sys
 out, port = sys.argv[1], int(sys.argv[2])
 LATER = ("app.eval.report.records", "app.eval.report.outcome", "app.eval.report.io",
-         "app.eval.report.status", "app.eval.run.provenance")
+         "app.eval.report.status", "app.eval.run.provenance", "app.eval.run.repeat")
 real = socket.socket.connect
 
 def connect(self, address, *rest):
