@@ -9,7 +9,8 @@ a question has the same terms everywhere and a keyword is found the same way eve
 
     normalise   nfkc, fold, strip_invisible, collapse_spaces, normalise, canonical, compact,
                 alnum_key
-    analyser    tokenize(text, query=True), query_terms, stem, has_cjk, ensure_jieba
+    analyser    tokenize(text, query=True), query_terms, stem, has_cjk, ensure_jieba,
+                ensure_posseg
     stopwords   STOPWORDS_ZH, STOPWORDS_EN
     sentences   sentences
     match       contains (keywords: numbers whole), mentions (plain markers), numbers,
@@ -22,6 +23,7 @@ a question has the same terms everywhere and a keyword is found the same way eve
 from app.text.analyser import (
     ANALYSER_VERSION,
     ensure_jieba,
+    ensure_posseg,
     fallback_terms,
     has_cjk,
     query_terms,
@@ -73,6 +75,7 @@ __all__ = [
     "contains_any",
     "default_refusal",
     "ensure_jieba",
+    "ensure_posseg",
     "fallback_terms",
     "fold",
     "has_cjk",

@@ -24,13 +24,16 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import IO, Any
 
 from app.safe_io import replacing
 
 FORMAT = "1"
+#: the format of the part-of-speech tag file (:func:`posseg`)
+TAGS_FORMAT = "1"
 #: memo entries kept per process before it is emptied (a few MB; a text's look-ups repeat
 #: within a text, and the common words repeat across texts)
 MEMO_MAX = 262_144
@@ -46,23 +49,24 @@ def folder() -> Path:
     )
 
 
-def file_name(dictionary: str) -> str:
+def file_name(dictionary: str, kind: str = "") -> str:
+    """The compact file of ``dictionary``: its prefix dictionary, or with ``kind="tags"``
+    its part-of-speech tags."""
     st = os.stat(dictionary)
-    key = f"format {FORMAT}\n{os.path.abspath(dictionary)} {st.st_size} {st.st_mtime_ns}"
-    return f"jieba-{hashlib.sha256(key.encode()).hexdigest()[:16]}.sqlite"
+    version = f"tags format {TAGS_FORMAT}" if kind else f"format {FORMAT}"
+    key = f"{version}\n{os.path.abspath(dictionary)} {st.st_size} {st.st_mtime_ns}"
+    return (
+        f"jieba-{kind + '-' if kind else ''}{hashlib.sha256(key.encode()).hexdigest()[:16]}.sqlite"
+    )
 
 
-class CompactFreq:
-    """jieba's ``FREQ`` read-only mapping (``in``, ``[]``, ``get``) over the SQLite file;
-    :meth:`__setitem__` (jieba's ``add_word``) keeps the word in this process only."""
+class _ReadOnlyFile:
+    """A read-only SQLite file with a ``meta`` table that says it is ``complete``."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._pid = -1
         self._con: sqlite3.Connection | None = None
-        self._memo: dict[str, int] = {}
-        self._added: dict[str, int] = {}
-        self.total = int(self._query("SELECT v FROM meta WHERE k = 'total'", ()) or 0)
         if self._query("SELECT v FROM meta WHERE k = 'complete'", ()) != 1:
             raise sqlite3.DatabaseError(f"{path}: not a complete dictionary file")
 
@@ -74,6 +78,17 @@ class CompactFreq:
             self._pid = os.getpid()
         row = self._con.execute(sql, args).fetchone()
         return None if row is None else row[0]
+
+
+class CompactFreq(_ReadOnlyFile):
+    """jieba's ``FREQ`` read-only mapping (``in``, ``[]``, ``get``) over the SQLite file;
+    :meth:`__setitem__` (jieba's ``add_word``) keeps the word in this process only."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._memo: dict[str, int] = {}
+        self._added: dict[str, int] = {}
+        self.total = int(self._query("SELECT v FROM meta WHERE k = 'total'", ()) or 0)
 
     def _freq(self, key: str) -> int:
         memo = self._memo
@@ -148,3 +163,118 @@ def install(jieba: Any) -> bool:
         tokenizer.total = compact.total
         tokenizer.initialized = True
     return True
+
+
+# --- part-of-speech tags (jieba.posseg) --------------------------------------------------
+#
+# ``import jieba.posseg`` reads the whole dictionary into a second dict, word → tag (≈ 350,000
+# entries: ≈ 50 MB of memory per process, for the few words of the multi-turn histories it
+# tags). posseg reads that table only with ``.get(word, "x")`` (and ``.update`` for a user
+# dictionary), so :func:`posseg` gives it :class:`CompactTags` over a file of the same
+# entries instead: the same tags, the same words.
+
+
+class CompactTags(_ReadOnlyFile):
+    """``jieba.posseg``'s ``word_tag_tab`` over the tags file: ``get``, ``in``, ``[]``;
+    :meth:`update` (a user dictionary's tags) keeps them in this process only."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._memo: dict[str, str | None] = {}
+        self._added: dict[str, str] = {}
+
+    def _tag(self, key: str) -> str | None:
+        memo = self._memo
+        if key in memo:
+            return memo[key]
+        value = self._added.get(key)
+        if value is None:
+            found = self._query("SELECT t FROM tag WHERE w = ?", (key,))
+            value = None if found is None else str(found)
+        if len(memo) >= MEMO_MAX:
+            memo.clear()
+        memo[key] = value
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._tag(key)
+        return default if value is None else value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._tag(key) is not None
+
+    def __getitem__(self, key: str) -> str:
+        value = self._tag(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def update(self, tags: Mapping[str, str]) -> None:
+        self._added.update(tags)
+        for key in tags:
+            self._memo.pop(key, None)
+
+
+def _tag_lines(source: IO[bytes]) -> Iterator[tuple[str, str]]:
+    """``(word, tag)`` of each line of a jieba dictionary, as posseg's ``load_word_tag``
+    reads them (a later line of the same word wins: ``INSERT OR REPLACE``)."""
+    with source:
+        for line in source:
+            text = line.strip().decode("utf-8")
+            if text:
+                word, _, tag = text.split(" ")
+                yield word, tag
+
+
+def build_tags(path: Path, source: IO[bytes]) -> None:
+    """Write the tags file at ``path`` from the dictionary ``source`` (streamed: the
+    dictionary is never in memory)."""
+    with replacing(path) as tmp:
+        con = sqlite3.connect(tmp)
+        try:
+            con.execute("PRAGMA journal_mode = OFF")
+            con.execute("PRAGMA synchronous = OFF")
+            con.execute("CREATE TABLE tag (w TEXT PRIMARY KEY, t TEXT NOT NULL) WITHOUT ROWID")
+            con.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v) WITHOUT ROWID")
+            con.executemany("INSERT OR REPLACE INTO tag VALUES (?, ?)", _tag_lines(source))
+            con.execute("INSERT INTO meta VALUES ('complete', 1)")
+            con.commit()
+        finally:
+            con.close()
+
+
+def posseg(jieba: Any) -> ModuleType:
+    """``jieba.posseg``, imported with its tag table read from the compact tags file
+    (built first if this checkout has none). When jieba's tokenizer is not on its default
+    dictionary, or the file cannot be made or read, posseg is imported as jieba does it."""
+    import importlib
+    import io
+    import sys
+
+    if "jieba.posseg" in sys.modules:
+        return sys.modules["jieba.posseg"]
+    tokenizer = jieba.dt
+    tags: CompactTags | None = None
+    if tokenizer.dictionary == jieba.DEFAULT_DICT:
+        try:
+            dictionary = os.path.join(os.path.dirname(jieba.__file__), jieba.DEFAULT_DICT_NAME)
+            path = folder() / file_name(dictionary, "tags")
+            try:
+                tags = CompactTags(path)
+            except sqlite3.DatabaseError:  # none yet (or not a whole one): build it once
+                path.parent.mkdir(parents=True, exist_ok=True)
+                build_tags(path, tokenizer.get_dict_file())
+                tags = CompactTags(path)
+        except (OSError, sqlite3.Error, ValueError):
+            tags = None
+    if tags is None:
+        return importlib.import_module("jieba.posseg")
+    # posseg builds its module's tokenizer at import, reading the dictionary's tags: it reads
+    # an empty file instead, and is given the compact table
+    tokenizer.get_dict_file = lambda: io.BytesIO(b"")
+    try:
+        module = importlib.import_module("jieba.posseg")
+    finally:
+        del tokenizer.get_dict_file
+    module.dt.word_tag_tab = tags
+    return module

@@ -40,7 +40,7 @@ from typing import Literal
 from app.errors import ConfigError
 from app.generation.pipeline.memory import Language, format_messages
 from app.llm.types import Message
-from app.text import ensure_jieba, fold, has_cjk, nfkc, tokenize
+from app.text import ensure_posseg, fold, has_cjk, nfkc, tokenize
 
 Strategy = Literal["standalone", "disambiguate", "off"]
 # (prompt id, variables) -> (model text, qualified prompt version)
@@ -200,10 +200,8 @@ _ZH_SUBJECT = re.compile(
 
 
 def _zh_names(text: str, flags: frozenset[str] = _NAME_FLAGS) -> list[str]:
-    import jieba.posseg
-
-    ensure_jieba()
-    return [w.word for w in jieba.posseg.cut(text) if w.flag in flags and len(w.word) >= 2]
+    posseg = ensure_posseg()  # its tag table from a compact file, not a 50 MB dict
+    return [w.word for w in posseg.cut(text) if w.flag in flags and len(w.word) >= 2]
 
 
 def build_history_text(history: Sequence[Message], max_turns: int = MAX_TURNS) -> str:

@@ -145,3 +145,55 @@ def test_a_process_never_builds_jiebas_own_dict(
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["CompactFreq"]
     assert not (tmp_path / "jieba" / "jieba.cache").exists()  # jieba's own: never built
+
+
+def test_posseg_tags_as_jiebas_own_table(reference: Any, compact: Any, tmp_path: Path) -> None:
+    """The compact tags file tags every word as posseg's own table (jieba's ``dict.txt``
+    read by its ``load_word_tag``) does: the same (word, flag) pairs on every text."""
+    import importlib
+
+    jieba = _jieba()
+    own = importlib.import_module("jieba.posseg").POSTokenizer(reference)
+    assert isinstance(own.word_tag_tab, dict) and len(own.word_tag_tab) > 300_000
+    path = tmp_path / "tags.sqlite"
+    dictionary.build_tags(path, reference.get_dict_file())
+    tags = dictionary.CompactTags(path)
+    ours = importlib.import_module("jieba.posseg").POSTokenizer.__new__(type(own))
+    ours.tokenizer, ours.word_tag_tab = compact, tags
+    for word in ("北京", "华为", "报销", "的", "年假年假年假", ""):
+        assert tags.get(word, "x") == own.word_tag_tab.get(word, "x"), word
+        assert (word in tags) == (word in own.word_tag_tab), word
+    history = ["张三在北京的华为公司工作，李四呢？", "王经理说上海分公司的报销流程变了"]
+    for text in [*history, *_texts()[:150]]:
+        assert [tuple(p) for p in ours.cut(text)] == [tuple(p) for p in own.cut(text)], text[:40]
+    tags.update({"年假年假年假": "nz"})  # a user dictionary's tag: this process only
+    assert tags["年假年假年假"] == "nz"
+    del jieba
+
+
+def test_multi_turn_names_never_load_posseg_own_table(tmp_path: Path, dict_folder: Path) -> None:
+    """The entity line of a multi-turn rewrite tags the history with posseg: a fresh process
+    doing that reads the compact tags file, not jieba's ≈ 350,000-entry dict (≈ 50 MB)."""
+    import os
+    import subprocess
+
+    code = (
+        "import sys, jieba\n"
+        "from app.generation.pipeline.rewrite import _zh_names\n"
+        "names = _zh_names('张三在北京的华为公司工作，李四呢？')\n"
+        "table = sys.modules['jieba.posseg'].dt.word_tag_tab\n"
+        "print(type(table).__name__, '|'.join(names))"
+    )
+    env = {**os.environ, "RAG_CACHE_DIR": str(tmp_path), "RAG_DICT_CACHE_DIR": str(dict_folder)}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert out.returncode == 0, out.stderr
+    kind, names = out.stdout.split()
+    assert kind == "CompactTags"
+    assert set(names.split("|")) >= {"张三", "北京", "李四"}
