@@ -237,10 +237,13 @@ def process_stats(record: dict[str, Any]) -> EngineStats | None:
 
 
 def summed_stats(engine: object, others: list[EngineStats | None]) -> EngineStats | None:
-    """This process's counters plus those every other process of the run recorded."""
+    """This process's counters plus those every other process of the run recorded, always
+    through :meth:`EngineStats.summed` (which rounds the cost): calls finish in a different
+    order from run to run and float sums depend on the order, so an unrounded one-process
+    total would differ in its last digit between two runs of the same job."""
     stats = getattr(engine, "stats", None)
     mine = stats.copy() if isinstance(stats, EngineStats) else None  # None: a test double
     parts = [p for p in others if p is not None]
     if mine is None:
         return EngineStats.summed(parts) if parts else None
-    return EngineStats.summed([*parts, mine]) if parts else mine
+    return EngineStats.summed([*parts, mine])

@@ -59,3 +59,25 @@ def test_as_dict_and_copy_are_what_dataclasses_asdict_gives_and_share_nothing() 
     assert s.concurrency["openai@u"]["events"] == [{"t_s": 1.0, "why": ("a", "b")}]
     copy = s.copy()
     assert copy == s and copy.by_provider is not s.by_provider
+
+
+def test_a_one_process_run_reports_the_cost_rounded_as_a_several_process_run_does() -> None:
+    """Calls finish in a different order from run to run, and float addition is not
+    associative (0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1): the reported total must not depend on
+    the order, so a one-process run's counters are rounded like ``summed``'s."""
+    from types import SimpleNamespace
+
+    from app.eval.run.case import summed_stats
+
+    forward, backward = EngineStats(), EngineStats()
+    for cost in (0.1, 0.2, 0.3):
+        forward.cost_usd += cost
+    for cost in (0.3, 0.2, 0.1):
+        backward.cost_usd += cost
+    assert forward.cost_usd != backward.cost_usd  # the premise: the order shows
+    one = summed_stats(SimpleNamespace(stats=forward), [])
+    other = summed_stats(SimpleNamespace(stats=backward), [])
+    assert one is not None and other is not None
+    assert one.cost_usd == other.cost_usd == 0.6
+    several = summed_stats(SimpleNamespace(stats=forward), [EngineStats()])
+    assert several is not None and several.cost_usd == one.cost_usd
