@@ -83,10 +83,12 @@ def embed(kb_path: Path | None, threads: int | None, embedder: str) -> None:
 
     kb = load_kb(kb_path or kb_dir())
     cached = get_embedder(embedder)
-    before, reused = cached.misses, cached.reused
+    before, reused, shipped = cached.misses, cached.reused, cached.from_shipped
     HybridRetriever(kb, cached)
     new, old = cached.misses - before, cached.reused - reused
+    ready = cached.from_shipped - shipped
     click.echo(
-        f"{len(kb.chunks)} chunk(s) of {kb.root}: {new} text(s) embedded now, {old} read from "
-        f"the previous key's file, the rest already held — {cached.path}"
+        f"{len(kb.chunks)} chunk(s) of {kb.root}: {new} text(s) embedded now, {ready} found in "
+        f"the vectors shipped with the checkout, {old} read from the previous key's file, the "
+        f"rest already in {cached.path}"
     )

@@ -274,3 +274,32 @@ def test_after_a_sentence_is_appended_to_every_document_only_changed_chunks_are_
     again = Counting()
     HybridRetriever(after, CachedEmbedder(again, tmp_path / "v"))
     assert sum(again.calls) == len(changed)  # the titles and the other chunks are held
+
+
+@needs_model
+def test_rag_kb_embed_says_which_vectors_came_from_the_shipped_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample KB's vectors ship with the checkout and are not copied into the cache
+    file: on an empty cache the command must say where they came from, not that the file
+    held them."""
+    import re
+    import sqlite3
+
+    from click.testing import CliRunner
+
+    from app.cli import cli
+
+    monkeypatch.setenv("RAG_EMBED_CACHE_DIR", str(tmp_path / "vectors"))
+    monkeypatch.setattr(embed_mod, "_SHARED", {})
+    got = CliRunner().invoke(cli, ["kb", "embed"])
+    assert got.exit_code == 0, got.output
+    assert "0 text(s) embedded now" in got.output
+    found = re.search(r"(\d+) found in the vectors shipped", got.output)
+    assert found and int(found.group(1)) > 0, got.output
+    stored = 0
+    for path in (tmp_path / "vectors").rglob("*.sqlite*"):
+        with sqlite3.connect(path) as db:
+            tables = [r[0] for r in db.execute("select name from sqlite_master where type='table'")]
+            stored += sum(db.execute(f"select count(*) from {t}").fetchone()[0] for t in tables)
+    assert stored == 0  # none of them was copied into the file
