@@ -59,6 +59,9 @@ class RunEntry:
     summary: ReportSummary | None  # everything but the cases (a line-layout report: line 1)
     error: str | None = None
     _report: Report | None = field(default=None, repr=False)
+    #: when the file was last written (ns): orders runs whose ``created_at`` (whole
+    #: seconds) is the same — two runs can end within one second
+    written_ns: int = 0
 
     @property
     def created_at(self) -> str:
@@ -84,7 +87,8 @@ class RunStore:
     _indexes: dict[Path, tuple[tuple[float, int], RunIndex]] = field(default_factory=dict)
 
     def entries(self) -> list[RunEntry]:
-        """Every ``eval_*.json`` under the folder, newest first (re-read when changed). Only
+        """Every ``eval_*.json`` under the folder, newest first (by ``created_at``, then by
+        when the file was written: the base of a compare is the older run; re-read when changed). Only
         each report's summary is read: a report in the runner's line layout, its first line."""
         from app.eval.report.stream import read_summary
 
@@ -103,11 +107,12 @@ class RunStore:
                 self._cache[path] = (stamp, entry)
                 self._indexes.pop(path, None)
             entry = self._cache[path][1]
+            entry.written_ns = st.st_mtime_ns
             key = entry.summary.run_id if entry.summary else path.stem
             entry.key = key if key not in seen else path.stem
             seen.add(entry.key)
             out.append(entry)
-        out.sort(key=lambda e: (e.created_at, e.key), reverse=True)
+        out.sort(key=lambda e: (e.created_at, e.written_ns, e.key), reverse=True)
         return out
 
     def get(self, key: str) -> RunEntry | None:
