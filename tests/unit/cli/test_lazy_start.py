@@ -36,11 +36,10 @@ main(sys.argv[1:])
 """
 
 
-def _start(*args: str) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run(
-        [sys.executable, "-c", SPY, "eval", "run", "--suite", "smoke", *args],
+def _python(code: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -c code *args`` from the checkout, in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -48,6 +47,12 @@ def _start(*args: str) -> dict[str, object]:
         timeout=120,
         check=False,
     )
+
+
+def _start(*args: str) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = _python(SPY, ["eval", "run", "--suite", "smoke", *args], env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out
@@ -111,15 +116,7 @@ def test_the_first_request_leaves_before_the_report_records_are_imported(tmp_pat
         run = ["eval", "run", "--suite", "smoke", "--limit", "2", "--model", model]
         run += ["--judge", f"openai:gpt-4o@{server.url}/v1", "--retriever", "bm25"]
         run += ["--no-cache", "--quiet", "--out", str(tmp_path / "reports")]
-        proc = subprocess.run(
-            [sys.executable, "-c", FIRST_REQUEST, str(out), str(server.port), *run],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        proc = _python(FIRST_REQUEST, [str(out), str(server.port), *run], env)
     assert out.is_file(), f"no request reached the server:\n{proc.stderr[-2000:]}"
     got = json.loads(out.read_text(encoding="utf-8"))
     assert got == {"loaded": [], "runner": True}

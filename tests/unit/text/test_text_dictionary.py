@@ -125,24 +125,12 @@ def test_an_unwritable_folder_leaves_jieba_to_its_own(
 def test_a_process_never_builds_jiebas_own_dict(
     tmp_path: Path, compact: Any, dict_folder: Path
 ) -> None:
-    import os
-    import subprocess
-
     code = (
         "from app.text import tokenize, ensure_jieba\n"
         "assert tokenize('公司的年假有多少天？') == ['年假', '天']\n"
         "print(type(ensure_jieba().dt.FREQ).__name__)"
     )
-    env = {**os.environ, "RAG_CACHE_DIR": str(tmp_path), "RAG_DICT_CACHE_DIR": str(dict_folder)}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        cwd=Path(__file__).resolve().parents[3],
-    )
-    assert out.returncode == 0, out.stderr
+    out = _fresh_process(code, tmp_path, dict_folder)
     assert out.stdout.split() == ["CompactFreq"]
     assert not (tmp_path / "jieba" / "jieba.cache").exists()  # jieba's own: never built
 
@@ -174,9 +162,6 @@ def test_posseg_tags_as_jiebas_own_table(reference: Any, compact: Any, tmp_path:
 def test_multi_turn_names_never_load_posseg_own_table(tmp_path: Path, dict_folder: Path) -> None:
     """The entity line of a multi-turn rewrite tags the history with posseg: a fresh process
     doing that reads the compact tags file, not jieba's ≈ 350,000-entry dict (≈ 50 MB)."""
-    import os
-    import subprocess
-
     code = (
         "import sys, jieba\n"
         "from app.generation.pipeline.rewrite import _zh_names\n"
@@ -184,6 +169,17 @@ def test_multi_turn_names_never_load_posseg_own_table(tmp_path: Path, dict_folde
         "table = sys.modules['jieba.posseg'].dt.word_tag_tab\n"
         "print(type(table).__name__, '|'.join(names))"
     )
+    out = _fresh_process(code, tmp_path, dict_folder)
+    kind, names = out.stdout.split()
+    assert kind == "CompactTags"
+    assert set(names.split("|")) >= {"张三", "北京", "李四"}
+
+
+def _fresh_process(code: str, tmp_path: Path, dict_folder: Path) -> Any:
+    """``python -c code`` in a new process with its own cache folders; it must exit 0."""
+    import os
+    import subprocess
+
     env = {**os.environ, "RAG_CACHE_DIR": str(tmp_path), "RAG_DICT_CACHE_DIR": str(dict_folder)}
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -194,6 +190,4 @@ def test_multi_turn_names_never_load_posseg_own_table(tmp_path: Path, dict_folde
         cwd=Path(__file__).resolve().parents[3],
     )
     assert out.returncode == 0, out.stderr
-    kind, names = out.stdout.split()
-    assert kind == "CompactTags"
-    assert set(names.split("|")) >= {"张三", "北京", "李四"}
+    return out
