@@ -219,7 +219,7 @@ class OpenAIBatches:
             raise TypeError(provider)
         self.provider = provider
         self.label = str(provider.spec)
-        self._client = _client(provider)
+        self._client = provider.sdk()  # the batch API goes through the SDK
         self._failed: dict[str, str] = {}  # batch id -> the API's validation errors
 
     async def _sdk(self, call: Any) -> Any:

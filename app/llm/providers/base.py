@@ -169,6 +169,52 @@ def sdk_error(exc: BaseException, sdk: Any, provider: str, secret: str | None) -
     )
 
 
+def http_error(
+    provider: str,
+    secret: str | None,
+    *,
+    response: Any = None,
+    transport: BaseException | None = None,
+) -> ProviderError:
+    """A failed plain-HTTP call (no SDK) as :class:`ProviderError`, classified as
+    :func:`sdk_error` classifies the SDKs' exceptions: a non-2xx ``response`` is
+    ``HTTP <status>``, retryable for 408/409/429/5xx, with its ``Retry-After`` and request id
+    and the start of its body (the key redacted); a ``transport`` error (an
+    ``httpx``/``httpx2`` exception) is "timed out" or "connection failed", retryable (an
+    invalid URL is not)."""
+    status: int | None = None
+    request_id: str | None = None
+    retry_after: float | None = None
+    if response is not None:
+        status = int(response.status_code)
+        headers = response.headers
+        request_id = headers.get("x-request-id") or headers.get("request-id") or None
+        retry_after = parse_retry_after(headers)
+        kind, retryable = f"HTTP {status}", status in RETRYABLE_STATUS
+        body = bytes(response.content[:2000]).decode("utf-8", errors="replace")
+        detail = " ".join(body.split()) or "(empty body)"
+    else:
+        name = type(transport).__name__
+        # the SDKs: a timeout is APITimeoutError, any other failure to get a reply
+        # APIConnectionError — both retryable; a malformed URL is not a passing fault
+        if isinstance(transport, TimeoutError) or "Timeout" in name:
+            kind, retryable = "timed out", True
+        elif name == "InvalidURL":
+            kind, retryable = "invalid URL", False
+        else:
+            kind, retryable = "connection failed", True
+        detail = f"{name}: {transport}" if str(transport) else name
+    rid = f" (request id {request_id})" if request_id else ""
+    return ProviderError(
+        f"{provider}: {kind}{rid}: {redact(detail, secret)[:500]}",
+        provider=provider,
+        request_id=request_id,
+        status=status,
+        retryable=retryable,
+        retry_after=retry_after,
+    )
+
+
 def loopback(base_url: str | None) -> bool:
     """True for a server on this machine (which may run without an API key)."""
     if not base_url:

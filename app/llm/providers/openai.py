@@ -1,8 +1,19 @@
-"""``openai:<model>`` and ``openai:<model>@<base_url>`` through the official ``openai`` SDK.
+"""``openai:<model>`` and ``openai:<model>@<base_url>``: Chat Completions over HTTP.
 
-* Key: ``OPENAI_API_KEY``. A server on 127.0.0.1 / localhost may run without one: the SDK
-  then sends the placeholder ``sk-no-key-required``, which such servers ignore.
-* The SDK's own retries are off (``max_retries=0``): :mod:`app.llm.engine` retries.
+* The request is one ``POST {base_url}/chat/completions`` through ``httpx2`` — the transport
+  the official ``openai`` SDK itself uses, with the SDK's connection limits, redirects and
+  proxy settings — and the reply is read raw. The SDK is not imported for a chat call:
+  this module already checks the body itself, so the SDK's ≈ 700 response models were pure
+  start-up cost (≈ 0.4 s of CPU and ≈ 24 MB before the first request). The SDK is still
+  what the batch API (:mod:`app.llm.batch.apis`) uses, through :meth:`OpenAIProvider.sdk`.
+* Key: ``OPENAI_API_KEY``, sent as ``Authorization: Bearer``; ``OPENAI_ORG_ID`` and
+  ``OPENAI_PROJECT_ID`` become the ``OpenAI-Organization`` / ``OpenAI-Project`` headers and
+  ``OPENAI_BASE_URL`` moves ``openai:<model>`` off api.openai.com, as in the SDK. A server
+  on 127.0.0.1 / localhost may run without a key: it then gets the placeholder
+  ``sk-no-key-required``, which such servers ignore.
+* No retries here: :mod:`app.llm.engine` retries. Failures map as the SDK's did
+  (:func:`~app.llm.providers.base.http_error`): HTTP 408/409/429/5xx, timeouts and dropped
+  connections are retryable; ``Retry-After`` and the request id are kept.
 * ``Usage.input_tokens`` = ``prompt_tokens − cached_tokens``; ``cache_read_tokens`` =
   ``prompt_tokens_details.cached_tokens`` (OpenAI caches automatically, no write fee).
 * Official API: ``max_completion_tokens``; a custom ``base_url`` (vLLM, llama.cpp server,
@@ -21,12 +32,11 @@ from typing import Any, ClassVar
 from app.errors import ConfigError
 from app.llm.providers.base import (
     Provider,
+    http_error,
     loopback,
     missing_sdk,
     prompt_messages,
-    request_id_hook,
     require_sdk,
-    sdk_call,
 )
 from app.llm.providers.replies import openai_completion
 from app.llm.spec import ProviderSpec
@@ -34,18 +44,21 @@ from app.llm.types import ChatRequest, Completion
 
 ENV_KEY = "OPENAI_API_KEY"
 NO_KEY_PLACEHOLDER = "sk-no-key-required"
+OFFICIAL_BASE_URL = "https://api.openai.com/v1"
+#: the SDK's own pool limits (``openai._constants.DEFAULT_CONNECTION_LIMITS``)
+MAX_CONNECTIONS, MAX_KEEPALIVE = 1000, 100
 
 
 class OpenAIProvider(Provider):
-    """Chat Completions through the ``openai`` SDK. An OpenAI-compatible service is a
+    """Chat Completions over HTTP (``httpx2``, the SDK's transport). An OpenAI-compatible service is a
     subclass that sets :attr:`family`, :attr:`env_key` and :attr:`default_base_url`
     (``docs/extending/add-a-provider.md``)."""
 
     family = "openai"
     #: the environment variable holding the key (never a model string, a report or a log)
     env_key: ClassVar[str] = ENV_KEY
-    #: the endpoint of ``<family>:<model>`` without ``@<base_url>`` (None: the SDK's own,
-    #: api.openai.com); ``<family>:<model>@<base_url>`` overrides it
+    #: the endpoint of ``<family>:<model>`` without ``@<base_url>`` (None: ``OPENAI_BASE_URL``
+    #: or api.openai.com, as the SDK); ``<family>:<model>@<base_url>`` overrides it
     default_base_url: ClassVar[str | None] = None
 
     def __init__(self, spec: ProviderSpec) -> None:
@@ -60,34 +73,70 @@ class OpenAIProvider(Provider):
                     "(only servers on 127.0.0.1/localhost may run without a key)"
                 )
             key = NO_KEY_PLACEHOLDER
-        require_sdk("openai", str(spec))
+        require_sdk("httpx2", str(spec))
         self._secret = key
-        self._sdk: Any = None  # the SDK and its client: made for the first request
-        self._client: Any = None
-        self._create: Any = None
+        self._http: Any = None  # the HTTP client: made for the first request
+        self._url = ""
+        self._headers: dict[str, str] = {}
+        self._httpx: Any = None  # the httpx2 module, once imported
+        self._sdk: Any = None  # the openai SDK and its client: made for the batch API only
+        self._sdk_client: Any = None
 
     def connect(self) -> Any:
-        """The SDK client (imported and made on first use)."""
-        if self._client is not None:
-            return self._client
+        """The HTTP client (imported and made on first use)."""
+        if self._http is not None:
+            return self._http
+        try:
+            import httpx2
+        except ImportError as exc:
+            raise ConfigError(missing_sdk("httpx2", str(self.spec))) from exc
+        from app import __version__
+
+        base = self.spec.base_url or os.environ.get("OPENAI_BASE_URL") or OFFICIAL_BASE_URL
+        self._url = base.rstrip("/") + "/chat/completions"
+        headers = {
+            "Authorization": f"Bearer {self._secret}",
+            "Accept": "application/json",
+            "User-Agent": f"rag-starter/{__version__}",
+        }
+        for header, env in (
+            ("OpenAI-Organization", "OPENAI_ORG_ID"),
+            ("OpenAI-Project", "OPENAI_PROJECT_ID"),
+        ):
+            if value := os.environ.get(env):
+                headers[header] = value
+        self._headers = headers
+        self._http = httpx2.AsyncClient(
+            limits=httpx2.Limits(
+                max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE
+            ),
+            follow_redirects=True,
+        )
+        self._httpx = httpx2
+        return self._http
+
+    def sdk(self) -> Any:
+        """The ``openai`` SDK's client, for the batch API (files, batches); made on first use."""
+        if self._sdk_client is not None:
+            return self._sdk_client
         try:
             import openai
         except ImportError as exc:
             raise ConfigError(missing_sdk("openai", str(self.spec))) from exc
-        http = openai.DefaultAsyncHttpxClient(
-            event_hooks={"response": [request_id_hook("x-request-id")]}
+        self._sdk_client = openai.AsyncOpenAI(
+            api_key=self._secret,
+            base_url=self.spec.base_url,
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(),
         )
-        self._client = openai.AsyncOpenAI(
-            api_key=self._secret, base_url=self.spec.base_url, max_retries=0, http_client=http
-        )
-        # raw: the body is checked here, not trusted to the SDK's lenient parse
-        self._create = self._client.chat.completions.with_raw_response.create
         self._sdk = openai
-        return self._client
+        return self._sdk_client
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
+        if self._http is not None:
+            await self._http.aclose()
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     @classmethod
     def payload(cls, request: ChatRequest, *, model: str, base_url: str | None) -> dict[str, Any]:
@@ -114,14 +163,18 @@ class OpenAIProvider(Provider):
         return params
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
-        if self._sdk is None:
-            self.connect()
+        http = self.connect()
         label = str(self.spec)
         params = self.payload(request, model=model, base_url=self.spec.base_url)
-        raw, request_id = await sdk_call(
-            lambda: self._create(**params, timeout=timeout_s),
-            sdk=self._sdk,
-            label=label,
-            secret=self._secret,
-        )
-        return openai_completion(raw.http_response, label=label, model=model, request_id=request_id)
+        httpx2 = self._httpx
+        try:
+            response = await http.post(
+                self._url, json=params, headers=self._headers, timeout=httpx2.Timeout(timeout_s)
+            )
+        except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
+            error = http_error(label, self._secret, transport=exc)
+        else:
+            if response.is_success:
+                return openai_completion(response, label=label, model=model)
+            error = http_error(label, self._secret, response=response)
+        raise error  # outside the except: the transport error is not kept as its context

@@ -73,7 +73,7 @@ def test_an_sdk_provider_checks_its_key_without_importing_the_sdk() -> None:
     )
     mods = _modules_after(code)
     assert "app.llm.providers.openai" in mods and "app.llm.providers.anthropic" in mods
-    assert not {"openai", "anthropic", "httpx"} & mods
+    assert not {"openai", "anthropic", "httpx", "httpx2"} & mods
 
 
 def test_a_missing_sdk_is_still_a_config_error_when_the_provider_is_made() -> None:
@@ -85,8 +85,8 @@ def test_a_missing_sdk_is_still_a_config_error_when_the_provider_is_made() -> No
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENAI_API_KEY", "placeholder-not-a-key")
-        mp.setitem(sys.modules, "openai", None)  # find_spec then reports it absent
-        with pytest.raises(ConfigError, match="needs the 'openai' package"):
+        mp.setitem(sys.modules, "httpx2", None)  # find_spec then reports it absent
+        with pytest.raises(ConfigError, match="needs the 'httpx2' package"):
             create_provider(parse_provider("openai:gpt-4o-mini@http://127.0.0.1:9/v1"))
 
 
