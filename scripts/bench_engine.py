@@ -80,7 +80,7 @@ def eval_phase(args: argparse.Namespace) -> None:
         engine = Engine(
             EngineConfig(concurrency=args.concurrency, cache_path=Path(args.cache) / "r.sqlite3")
         )
-        engine.prepare(provider)  # start-up: key check, SDK import, client
+        engine.prepare(provider)  # start-up: key check, HTTP client
         start = time.perf_counter()
         await asyncio.gather(*(case(engine, i) for i in range(args.cases)))
         wall = time.perf_counter() - start
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     per_call = zero["eval_wall"] / requests * 1000
     print(
-        f"zero-latency  {requests} requests in {zero['eval_wall']:.3f} s: harness + SDK + server overhead {per_call:.2f} ms per call (wall / requests at concurrency {args.concurrency})"
+        f"zero-latency  {requests} requests in {zero['eval_wall']:.3f} s: harness + HTTP client + server overhead {per_call:.2f} ms per call (wall / requests at concurrency {args.concurrency})"
     )
 
     b = "engine"
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         str(warm["calls"] + warm["server"]["requests"]),
         not (warm["calls"] or warm["server"]["requests"]),
     )
-    row(b, "zero latency: harness + SDK + server per call", "—", f"{per_call:.2f} ms", None)
+    row(b, "zero latency: harness + HTTP client + server per call", "—", f"{per_call:.2f} ms", None)
     if r_eval > TARGET_EVAL:
         misses.append(f"eval phase ratio {r_eval:.3f} > {TARGET_EVAL}")
     if r_whole > TARGET_WHOLE:
