@@ -157,10 +157,25 @@ def sdk_error(exc: BaseException, sdk: Any, provider: str, secret: str | None) -
         kind, retryable = "malformed response body", True  # transient, like MalformedReply
     else:
         kind, retryable = type(exc).__name__, False
-    detail = redact(str(exc), secret)[:500]
+    return _failure(
+        provider, kind, redact(str(exc), secret), request_id, status, retryable, retry_after
+    )
+
+
+def _failure(
+    provider: str,
+    kind: str,
+    detail: str,
+    request_id: str | None,
+    status: int | None,
+    retryable: bool,
+    retry_after: float | None,
+) -> ProviderError:
+    """The one shape of a failed call's error: ``<provider>: <kind> (request id …): <detail>``
+    (the detail already redacted, cut to 500 characters)."""
     rid = f" (request id {request_id})" if request_id else ""
     return ProviderError(
-        f"{provider}: {kind}{rid}: {detail}",
+        f"{provider}: {kind}{rid}: {detail[:500]}",
         provider=provider,
         request_id=request_id,
         status=status,
@@ -204,14 +219,8 @@ def http_error(
         else:
             kind, retryable = "connection failed", True
         detail = f"{name}: {transport}" if str(transport) else name
-    rid = f" (request id {request_id})" if request_id else ""
-    return ProviderError(
-        f"{provider}: {kind}{rid}: {redact(detail, secret)[:500]}",
-        provider=provider,
-        request_id=request_id,
-        status=status,
-        retryable=retryable,
-        retry_after=retry_after,
+    return _failure(
+        provider, kind, redact(detail, secret), request_id, status, retryable, retry_after
     )
 
 
