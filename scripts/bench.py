@@ -129,6 +129,20 @@ def update_page(page_text: str, block: str) -> str:
     return page_text[:start] + block + page_text[end + len(END) :]
 
 
+def verdict(rows: Iterable[Mapping[str, Any]]) -> str:
+    """One line for the whole run: how many targets were measured and which were missed."""
+    judged = [r for r in rows if r.get("ok") is not None]
+    missed = [r for r in judged if not r["ok"]]
+    if not judged:
+        return "bench.py: no target was measured"
+    if not missed:
+        return f"bench.py: all {len(judged)} target(s) met"
+    names = "; ".join(
+        f"{r['bench']}: {r['what']} ({r['measured']}; target {r['target']})" for r in missed
+    )
+    return f"bench.py: {len(missed)} of {len(judged)} targets missed: {names}"
+
+
 def load_rows(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -162,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = page.read_text(encoding="utf-8")
         page.write_text(update_page(text, render(rows, info, command)), encoding="utf-8")
         print(f"bench.py: wrote {len(rows)} row(s) into {page}")
+    print(verdict(rows))
     return worst
 
 

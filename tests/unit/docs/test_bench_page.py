@@ -103,3 +103,24 @@ def test_one_real_benchmark_writes_its_rows_into_the_page(tmp_path: Path) -> Non
     assert "--only registry" in text and "cores, Python" in text
     assert text.startswith("# Benchmarks\n") and "## Quality of the offline stack" in text
     assert not work_log_hits(text)
+
+
+def test_the_last_line_counts_every_missed_target_across_benchmarks(tmp_path: Path) -> None:
+    """Each benchmark prints its own "targets:" line; the run ends with one verdict for all of
+    them, naming the misses, so an "all met" of the last benchmark is not read as the run's."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--rows", str(rows)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last == "bench.py: 1 of 2 targets missed: engine: peak RSS (171.0 MB; target ≤ 150 MB)"
+
+    met = tmp_path / "met.jsonl"
+    met.write_text(json.dumps(ROWS[0]) + "\n" + json.dumps(ROWS[2]) + "\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--rows", str(met)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.stdout.strip().splitlines()[-1] == "bench.py: all 1 target(s) met"
