@@ -129,18 +129,23 @@ def update_page(page_text: str, block: str) -> str:
     return page_text[:start] + block + page_text[end + len(END) :]
 
 
-def verdict(rows: Iterable[Mapping[str, Any]]) -> str:
-    """One line for the whole run: how many targets were measured and which were missed."""
+def verdict(rows: Iterable[Mapping[str, Any]], failed: Sequence[str] = ()) -> str:
+    """One line for the whole run: how many targets were measured, which were missed, and
+    which benchmarks exited non-zero (a crash records fewer rows: never "all met" then)."""
     judged = [r for r in rows if r.get("ok") is not None]
     missed = [r for r in judged if not r["ok"]]
     if not judged:
-        return "bench.py: no target was measured"
-    if not missed:
-        return f"bench.py: all {len(judged)} target(s) met"
-    names = "; ".join(
-        f"{r['bench']}: {r['what']} ({r['measured']}; target {r['target']})" for r in missed
-    )
-    return f"bench.py: {len(missed)} of {len(judged)} targets missed: {names}"
+        line = "bench.py: no target was measured"
+    elif missed:
+        names = "; ".join(
+            f"{r['bench']}: {r['what']} ({r['measured']}; target {r['target']})" for r in missed
+        )
+        line = f"bench.py: {len(missed)} of {len(judged)} targets missed: {names}"
+    else:
+        line = f"bench.py: {'' if failed else 'all '}{len(judged)} target(s) met"
+    if failed:
+        line += f"; exited non-zero: {', '.join(failed)}"
+    return line
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -162,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = " ".join(shlex.quote(part) for part in shown)
 
     worst = 0
+    failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-rows-") as tmp:
         rows_file = args.rows if args.rows is not None else Path(tmp) / "rows.jsonl"
         if args.rows is None:
@@ -170,13 +176,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"== {bench.stem} ==", flush=True)
                 rc = subprocess.call([sys.executable, str(bench), *passed], env=env)
                 worst = max(worst, rc)
+                if rc != 0:
+                    failed.append(f"{bench.stem} (exit {rc})")
         rows = load_rows(rows_file)
     if args.markdown:
         page = Path(args.markdown)
         text = page.read_text(encoding="utf-8")
         page.write_text(update_page(text, render(rows, info, command)), encoding="utf-8")
         print(f"bench.py: wrote {len(rows)} row(s) into {page}")
-    print(verdict(rows))
+    print(verdict(rows, failed))
     return worst
 
 

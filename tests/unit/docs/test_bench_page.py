@@ -29,6 +29,14 @@ def bench_module() -> ModuleType:
     return module
 
 
+def bench_on_rows(rows: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    """``scripts/bench.py --rows ROWS [more…]`` in a subprocess: renders saved rows, runs nothing."""
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--rows", str(rows), *more],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
 ROWS = [
     {"bench": "registry", "what": "check 200 modules", "target": "< 0.5 s",
      "measured": "0.120 s", "ok": True, "ratio": 0.24},
@@ -78,10 +86,7 @@ def test_rows_saved_earlier_render_without_running_anything(tmp_path: Path) -> N
     rows.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
     page = tmp_path / "benchmarks.md"
     page.write_text("# B\n\n<!-- bench:begin -->\n<!-- bench:end -->\n", encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--rows", str(rows), "--markdown", str(page)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = bench_on_rows(rows, "--markdown", str(page))
     assert proc.returncode == 0, proc.stderr
     assert "== bench_" not in proc.stdout  # nothing ran
     assert "| peak RSS | ≤ 150 MB | 171.0 MB | 1.14 | ❌ |" in page.read_text(encoding="utf-8")
@@ -110,17 +115,22 @@ def test_the_last_line_counts_every_missed_target_across_benchmarks(tmp_path: Pa
     them, naming the misses, so an "all met" of the last benchmark is not read as the run's."""
     rows = tmp_path / "rows.jsonl"
     rows.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--rows", str(rows)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = bench_on_rows(rows)
     last = proc.stdout.strip().splitlines()[-1]
     assert last == "bench.py: 1 of 2 targets missed: engine: peak RSS (171.0 MB; target ≤ 150 MB)"
 
     met = tmp_path / "met.jsonl"
     met.write_text(json.dumps(ROWS[0]) + "\n" + json.dumps(ROWS[2]) + "\n", encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--rows", str(met)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = bench_on_rows(met)
     assert proc.stdout.strip().splitlines()[-1] == "bench.py: all 1 target(s) met"
+
+
+def test_a_benchmark_that_exited_non_zero_is_named_and_never_reads_as_all_met() -> None:
+    """A benchmark that crashed records fewer rows (or none): the rows that remain may all be
+    met, and the run's verdict must still say that something was not measured."""
+    bench = bench_module()
+    line = bench.verdict([ROWS[0]], failed=["bench_engine (exit 1)"])
+    assert line == "bench.py: 1 target(s) met; exited non-zero: bench_engine (exit 1)"
+    assert bench.verdict([], failed=["bench_chaos (exit 2)"]) == (
+        "bench.py: no target was measured; exited non-zero: bench_chaos (exit 2)"
+    )
