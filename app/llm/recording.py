@@ -1,7 +1,7 @@
 """Recording the calls a piece of work makes through the engine, for
 :meth:`app.llm.engine.Engine.replay` (the pipeline-level warm cache, :mod:`app.eval.run.warm`).
 
-A record is ``(cache key, sha256 of the stored completion)`` per call, or ``None`` for a call
+A record is ``(cache key, digest of the stored completion)`` per call, or ``None`` for a call
 that did not go through the response cache (not replayable). Recording follows the task
 context: the calls of tasks started inside the block are recorded too.
 """
@@ -26,7 +26,7 @@ __all__ = [
     "recording",
 ]
 
-#: one call of a recorded piece of work: (cache key, sha256 of the stored completion), or
+#: one call of a recorded piece of work: (cache key, :func:`completion_digest`), or
 #: None for a call that did not go through the response cache (not replayable)
 CallRecord = tuple[str, str] | None
 _RECORDING: ContextVar[list[CallRecord] | None] = ContextVar("engine_recording", default=None)
@@ -47,7 +47,12 @@ def recording() -> Iterator[list[CallRecord]]:
 
 
 def completion_digest(completion: Completion) -> str:
-    blob = encode_completion(replace(completion, cached=False))
+    """sha256 of the stored completion without what tells how the call went rather than what
+    it answered (``latency_s``, ``request_id``, ``cached``; no answer reads them): a
+    ``--refresh-cache`` that stores the same reply again keeps a recorded piece of work
+    replayable, and whether it does never depends on how long the new call took (it did, to
+    the microsecond: a replay that came and went between two runs of the same work)."""
+    blob = encode_completion(replace(completion, cached=False, latency_s=0.0, request_id=None))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -15,7 +15,8 @@ An entry holds the pipeline's :class:`~app.generation.pipeline.trace.Answer` and
 made (:func:`app.llm.engine.recording`: each call's response-cache key and a digest of the
 completion stored there). It is used only when :meth:`app.llm.engine.Engine.replay` finds
 every one of those completions in the response cache, unchanged — so a ``--refresh-cache``
-that stored a new reply, or a cleared cache, is a miss — and the engine then counts them
+that stored a different reply, or a cleared cache, is a miss (the same reply stored again,
+however long its call took, is not) — and the engine then counts them
 as the cache hits they would have been. The answer comes back as the pipeline would give it
 now: a new trace id and time, ``tokens.cached_calls`` = its calls (all cache hits) and the
 latency of the lookup; everything else as stored. Nothing is stored or replayed with

@@ -31,6 +31,7 @@ class EchoProvider(Provider):
     cacheable = True
     calls: ClassVar[int] = 0
     tail: ClassVar[str] = ""
+    with_tail: ClassVar[int] = 0  # replies that carried the tail (changed by it)
 
     async def generate(self, request: ChatRequest, *, model: str, timeout_s: float) -> Completion:
         EchoProvider.calls += 1
@@ -40,6 +41,7 @@ class EchoProvider(Provider):
         else:
             docs = json.loads(request.metadata.get("documents", "[]"))
             text = f"{docs[0]} [1]{EchoProvider.tail}" if docs else "无法回答"
+            EchoProvider.with_tail += bool(docs and EchoProvider.tail)
         return Completion(text=text, provider="warmllm", model=model, usage=Usage(10, 5))
 
 
@@ -47,7 +49,7 @@ class EchoProvider(Provider):
 def echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """The provider registered, and a count of pipeline answers actually computed."""
     saved = dict(families.FAMILIES)
-    EchoProvider.calls, EchoProvider.tail = 0, ""
+    EchoProvider.calls, EchoProvider.tail, EchoProvider.with_tail = 0, "", 0
     register_provider("warmllm", EchoProvider, "a cacheable test provider")
     counted = {"pipeline": 0}
     real = generator.Pipeline.answer
@@ -193,11 +195,14 @@ def test_refresh_and_no_cache_run_the_pipeline_and_a_new_reply_is_never_replayed
     EchoProvider.tail = " (new)"
     _, computed, calls = _run(eval_root, echo, refresh_cache=True)
     assert (computed, calls) == (5, paid)  # --refresh-cache: the provider is asked again
+    changed = EchoProvider.with_tail  # one answer call per case: the cases whose reply changed
+    assert 0 < changed < 5
     after, computed, calls = _run(eval_root, echo)
-    # every case with a call is run again (its stored reply was replaced; no call is paid:
-    # the new replies are in the cache); a case without a call may be replayed
+    # every case whose stored reply was replaced by a different one is run again (no call is
+    # paid: the new replies are in the cache); a case whose replies came back the same (a
+    # refusal: the same words) is replayed — whatever the calls' latencies were
     cases = [c for c in after.report.cases if c.trace]
-    assert (computed, calls) == (len([c for c in cases if c.trace.tokens.llm_calls]), 0)  # type: ignore[union-attr]
+    assert (computed, calls) == (changed, 0)
     answered = [c for c in cases if c.trace.mode in ("strict", "assisted")]  # type: ignore[union-attr]
     assert answered and all((c.answer or "").endswith("(new)") for c in answered)
     assert _run(eval_root, echo)[1] == 0  # and now those are kept

@@ -126,6 +126,26 @@ async def test_fresh_answers_asks_the_candidate_again_and_keeps_judge_hits(
     assert (await engine_factory().generate(p, chat("q"))).text == "today's answer"
 
 
+async def test_a_recorded_call_replays_after_the_same_reply_is_stored_again_and_never_after_a_new_one(
+    fake_llm_server: FakeLLMServer, engine_factory: EngineFactory
+) -> None:
+    """The warm cache's check (Engine.replay): a --refresh-cache that stores the same words
+    again (another latency) keeps the recorded work replayable; different words never do."""
+    from app.llm.recording import recording
+
+    p = provider(fake_llm_server)
+    with recording() as calls:
+        first = await engine_factory().generate(p, chat("q"))
+    assert len(calls) == 1 and calls[0] is not None
+    again = await engine_factory(refresh_cache=True).generate(p, chat("q"))
+    assert again.text == first.text == "echo: q" and fake_llm_server.requests == 2
+    replayed = engine_factory().replay(calls)
+    assert replayed is not None and [c.text for c in replayed] == ["echo: q"]
+    fake_llm_server.script("a new answer")
+    await engine_factory(refresh_cache=True).generate(p, chat("q"))
+    assert engine_factory().replay(calls) is None
+
+
 async def test_errors_are_never_cached(
     fake_llm_server: FakeLLMServer, engine_factory: EngineFactory
 ) -> None:
