@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 
 import pytest
@@ -60,14 +59,13 @@ async def test_retry_after_is_honoured(
 ) -> None:
     fake_llm_server.script(rate_limited(retry_after=1.0), "ok")
     engine = engine_factory(cache=False)
-    start = time.monotonic()
     completion = await engine.generate(provider_for(kind, fake_llm_server), chat())
-    elapsed = time.monotonic() - start
     assert completion.text == "ok"
     got = fake_llm_server.received
     assert len(got) == 2
-    assert got[1].at - got[0].at >= 0.95  # the server saw the retry after Retry-After
-    assert elapsed < 3.0
+    # the server saw the retry after Retry-After, and not a second back-off on top of it
+    # (measured between the two requests: the SDK's import before the first is not counted)
+    assert 0.95 <= got[1].at - got[0].at < 2.0
     assert engine.stats.retries == 1
 
 
@@ -129,10 +127,12 @@ async def test_timeout_is_retried(
 ) -> None:
     fake_llm_server.script(hang(10), "after the hang")
     engine = engine_factory(cache=False, timeout_s=0.5)
-    start = time.monotonic()
     completion = await engine.generate(provider_for(kind, fake_llm_server), chat())
     assert completion.text == "after the hang"
-    assert time.monotonic() - start < 3.0
+    got = fake_llm_server.received
+    # the hanging attempt was given up at its 0.5 s timeout, not after the server's 10 s
+    # (measured between the two requests: the SDK's import before the first is not counted)
+    assert len(got) == 2 and got[1].at - got[0].at < 3.0
     assert engine.stats.timeouts == 1 and engine.stats.retries == 1
 
 
