@@ -15,6 +15,7 @@ import pytest
 from app.llm.cache import ResponseCache, cache_key, default_cache_path
 from app.llm.engine import Engine
 from app.llm.providers.families import parse_provider
+from app.llm.recording import recording
 from app.llm.types import Completion, Usage
 from tests.support.fake_llm_server import FakeLLMServer, server_error
 from tests.unit.llm.helpers import chat
@@ -131,8 +132,6 @@ async def test_a_recorded_call_replays_after_the_same_reply_is_stored_again_and_
 ) -> None:
     """The warm cache's check (Engine.replay): a --refresh-cache that stores the same words
     again (another latency) keeps the recorded work replayable; different words never do."""
-    from app.llm.recording import recording
-
     p = provider(fake_llm_server)
     with recording() as calls:
         first = await engine_factory().generate(p, chat("q"))
@@ -196,6 +195,7 @@ import sys
 from pathlib import Path
 from app.llm.cache import ResponseCache
 from app.llm.providers.families import parse_provider
+from app.llm.recording import recording
 from app.llm.types import ChatRequest, Completion, Message
 cache = ResponseCache(Path(sys.argv[1]))
 spec = parse_provider("openai:m")
